@@ -1,0 +1,42 @@
+# Builds the bundled plugins and the test guests from source, and runs the tests.
+# Needs: Go, and for C/WAT guests clang-14, lld-14, wasi-libc, libclang-rt-14-dev-wasm32, wabt
+# (Debian packages; .ci/run installs them).
+
+GO_WASM   = GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags=-buildid=
+C_WASM    = clang-14 --target=wasm32-wasi --sysroot=/usr -O2 -Wall -Wextra -mexec-model=reactor -Wl,--strip-all -Isdk-guest/c
+
+GO_PLUGINS = plugins/toolbox/toolbox.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm
+C_PLUGINS  = plugins/textkit/textkit.wasm
+WAT        = $(patsubst testdata/wat/%.wat,testdata/wasm/%.wasm,$(wildcard testdata/wat/*.wat))
+ALL_WASM   = $(GO_PLUGINS) $(C_PLUGINS) $(WAT) testdata/wasm/truncated.wasm
+
+.PHONY: plugins test check-wasm interop-deps FORCE
+
+# plugins rebuilds every .wasm in the repository from its source.
+plugins: $(ALL_WASM)
+
+plugins/toolbox/toolbox.wasm: FORCE
+	$(GO_WASM) -o $@ ./plugins/toolbox
+testdata/wasm/%.wasm: testdata/guests/%/main.go FORCE
+	$(GO_WASM) -o $@ ./testdata/guests/$*
+plugins/textkit/textkit.wasm: plugins/textkit/textkit.c sdk-guest/c/mcpwh.h
+	$(C_WASM) -o $@ plugins/textkit/textkit.c
+testdata/wasm/%.wasm: testdata/wat/%.wat
+	wat2wasm $< -o $@
+testdata/wasm/truncated.wasm: testdata/wasm/loop.wasm
+	head -c 20 $< > $@
+
+# check-wasm fails if a committed .wasm differs from what its source builds.
+check-wasm:
+	rm -f $(ALL_WASM)
+	$(MAKE) plugins
+	git diff --exit-code --stat -- '*.wasm'
+	@test -z "$$(git status --porcelain -- '*.wasm')" || { git status --porcelain -- '*.wasm'; exit 1; }
+
+interop-deps:
+	cd interop && npm ci --no-audit --no-fund
+
+# test runs every test: Go (with the race detector) and the TypeScript SDK interop test.
+test: interop-deps
+	go test -race -count=1 ./...
+	cd interop && node --test

@@ -1,0 +1,221 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// stdioLimit caps what one call may print to stdout and to stderr; the rest is dropped.
+const stdioLimit = 64 << 10
+
+// manifestLimit caps the manifest document.
+const manifestLimit = 1 << 20
+
+// Level is a guest log level, as the ABI numbers them.
+type Level int32
+
+// Log levels of the ABI's log function.
+const (
+	LevelDebug Level = iota
+	LevelInfo
+	LevelNotice
+	LevelWarning
+	LevelError
+)
+
+func (l Level) String() string {
+	switch l {
+	case LevelDebug:
+		return "debug"
+	case LevelInfo:
+		return "info"
+	case LevelNotice:
+		return "notice"
+	case LevelWarning:
+		return "warning"
+	case LevelError:
+		return "error"
+	}
+	return fmt.Sprintf("level(%d)", int32(l))
+}
+
+// Host is what a running guest can reach through the ABI's host functions. The sandbox
+// has checked every argument before a method is called: strings are valid UTF-8 and
+// params are a JSON object within the ABI's limits.
+//
+// Methods are called on the goroutine running the guest, with the call's context.
+type Host interface {
+	// Log delivers a guest log line.
+	Log(ctx context.Context, level Level, msg string)
+	// Progress reports progress; total <= 0 means unknown.
+	Progress(ctx context.Context, progress, total float64, msg string)
+	// Request answers a request such as "elicit" (docs/ABI.md) with a JSON reply. It
+	// returns [ErrUnsupported] for a method it does not know and [ErrUnavailable] when
+	// the method cannot be served here; any other error reaches the guest as FAILED with
+	// the error's text. It must return promptly once ctx is done.
+	Request(ctx context.Context, method string, params []byte) ([]byte, error)
+}
+
+// Errors a [Host] returns from Request to choose the guest's status code.
+var (
+	ErrUnsupported = errors.New("unsupported request")
+	ErrUnavailable = errors.New("request unavailable")
+)
+
+// ErrorKind classifies a [GuestError].
+type ErrorKind int
+
+// Kinds of guest failure.
+const (
+	KindTrap        ErrorKind = iota + 1 // the guest trapped (crashed)
+	KindTimeout                          // the call ran past its time limit
+	KindCanceled                         // the caller cancelled the call
+	KindOutOfMemory                      // the guest exhausted its memory limit
+	KindExit                             // the guest called proc_exit with a non-zero code
+	KindFailed                           // the guest returned a non-zero status
+	KindOutput                           // the guest's output was missing, too large or malformed
+)
+
+// GuestError is a guest's failure, described for the person who called the tool.
+type GuestError struct {
+	Kind    ErrorKind
+	Message string // complete, human-readable
+	Err     error  // the underlying wazero error, if any
+}
+
+func (e *GuestError) Error() string { return e.Message }
+func (e *GuestError) Unwrap() error { return e.Err }
+
+// Describe runs the guest's mcpwh_describe in a fresh instance and returns its manifest.
+func (m *Module) Describe(ctx context.Context) ([]byte, error) {
+	return m.run(ctx, exportDescribe, nil, nil, manifestLimit)
+}
+
+// Call runs the guest's mcpwh_call in a fresh instance with input as its input document
+// and returns its output document. A guest failure is a [*GuestError]. h may be nil:
+// then logs go to the server log and requests answer UNAVAILABLE.
+func (m *Module) Call(ctx context.Context, input []byte, h Host) ([]byte, error) {
+	if len(input) > m.limits.MaxInputBytes {
+		return nil, fmt.Errorf("input of %d bytes exceeds plugin %q's limit of %d", len(input), m.name, m.limits.MaxInputBytes)
+	}
+	return m.run(ctx, exportCall, input, h, m.limits.MaxOutputBytes)
+}
+
+func (m *Module) run(ctx context.Context, export string, input []byte, h Host, maxOutput int) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.limits.Timeout)
+	defer cancel()
+	limits := m.limits
+	limits.MaxOutputBytes = maxOutput
+	st := newCallState(input, h, limits)
+	ctx = withCallState(ctx, st)
+	mod, err := m.instantiate(ctx, st)
+	if err != nil {
+		return nil, m.guestError(ctx, st, err)
+	}
+	defer mod.Close(context.WithoutCancel(ctx))
+	res, err := mod.ExportedFunction(export).Call(ctx)
+	m.flushStdio(ctx, st)
+	if err != nil {
+		return nil, m.guestError(ctx, st, err)
+	}
+	if status := int32(res[0]); status != 0 {
+		msg := "no message"
+		if len(st.output) > 0 && utf8.Valid(st.output) {
+			msg = truncate(string(st.output), 1024)
+		}
+		return nil, &GuestError{Kind: KindFailed, Message: fmt.Sprintf("plugin %q failed (status %d): %s", m.name, status, msg)}
+	}
+	if st.outputErr != "" {
+		return nil, &GuestError{Kind: KindOutput, Message: fmt.Sprintf("plugin %q produced no usable output: %s", m.name, st.outputErr)}
+	}
+	if st.output == nil {
+		return nil, &GuestError{Kind: KindOutput, Message: fmt.Sprintf("plugin %q returned without writing any output", m.name)}
+	}
+	return st.output, nil
+}
+
+// instantiate creates a fresh instance; ctx must carry st (withCallState).
+func (m *Module) instantiate(ctx context.Context, st *callState) (api.Module, error) {
+	m.instances.Add(1)
+	cfg := m.config.WithStdout(&st.stdout).WithStderr(&st.stderr)
+	return m.runtime.InstantiateModule(ctx, m.compiled, cfg)
+}
+
+// guestError turns an error from instantiating or calling a guest into a GuestError.
+// ctx is the call's context, whose deadline is the plugin's time limit.
+func (m *Module) guestError(ctx context.Context, st *callState, err error) error {
+	m.flushStdio(ctx, st)
+	var exit *sys.ExitError
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		return &GuestError{Kind: KindTimeout, Err: err,
+			Message: fmt.Sprintf("plugin %q was stopped: it exceeded its time limit of %s", m.name, m.limits.Timeout)}
+	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
+		return &GuestError{Kind: KindCanceled, Err: err, Message: fmt.Sprintf("plugin %q was stopped: the call was cancelled", m.name)}
+	case errors.As(err, &exit):
+		return &GuestError{Kind: KindExit, Err: err,
+			Message: fmt.Sprintf("plugin %q exited with code %d%s", m.name, exit.ExitCode(), st.stderrTail())}
+	case st.outOfMemory():
+		return &GuestError{Kind: KindOutOfMemory, Err: err,
+			Message: fmt.Sprintf("plugin %q ran out of memory (limit %d MiB)", m.name, m.limits.MemoryMiB)}
+	}
+	return &GuestError{Kind: KindTrap, Err: err, Message: fmt.Sprintf("plugin %q crashed: %s%s", m.name, trapReason(err), st.stderrTail())}
+}
+
+// trapReason keeps the first line of a wazero error: the trap, without the stack trace.
+func trapReason(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
+func (m *Module) flushStdio(ctx context.Context, st *callState) {
+	for _, s := range []struct {
+		name string
+		w    *limitedBuffer
+	}{{"stdout", &st.stdout}, {"stderr", &st.stderr}} {
+		if s.w.flushed || (len(s.w.buf) == 0 && s.w.dropped == 0) {
+			continue
+		}
+		s.w.flushed = true
+		m.logger.LogAttrs(ctx, slog.LevelInfo, "guest "+s.name,
+			slog.String("text", strings.ToValidUTF8(string(s.w.buf), "\uFFFD")), slog.Int("dropped_bytes", s.w.dropped))
+	}
+}
+
+// limitedBuffer keeps the first stdioLimit bytes written and counts the rest.
+type limitedBuffer struct {
+	buf     []byte
+	dropped int
+	flushed bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	room := stdioLimit - len(b.buf)
+	if room >= len(p) {
+		b.buf = append(b.buf, p...)
+	} else {
+		if room > 0 {
+			b.buf = append(b.buf, p[:room]...)
+		}
+		b.dropped += len(p) - max(room, 0)
+	}
+	return len(p), nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…[truncated]"
+}

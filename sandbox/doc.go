@@ -1,0 +1,26 @@
+// Package sandbox runs WebAssembly plugins under the guest ABI v1 (docs/ABI.md) with
+// wazero: one [Engine] per server holds the compilation cache; one [Module] per plugin
+// holds its compiled code, its limits and its grants; every [Module.Call] runs in a
+// fresh instance that is closed when the call ends.
+//
+// The sandbox denies by default. A guest gets no arguments, no environment, no files,
+// no network and no host access except the host functions of the ABI and what the
+// operator grants in [Grants]: named environment variables and directory mounts,
+// read-only unless marked writable. Random numbers come from crypto/rand and clocks are
+// real, because wazero's defaults (a fixed seed, a frozen clock) break tools silently.
+//
+// Every byte a guest hands the host is hostile: host functions check each pointer and
+// length against the guest's memory and the limits in docs/ABI.md, copy what they read,
+// and answer bad input with a status code, never a panic.
+//
+// Typical use:
+//
+//	e, _ := sandbox.NewEngine(ctx, sandbox.Options{CacheDir: dir})
+//	defer e.Close(ctx)
+//	m, err := e.Load(ctx, sandbox.Spec{Name: "textkit", Wasm: bytes, Limits: sandbox.DefaultLimits()})
+//	manifest, err := m.Describe(ctx)
+//	out, err := m.Call(ctx, []byte(`{"tool":"stats","arguments":{"text":"hi"}}`), host)
+//
+// A failing guest yields a [*GuestError] whose message is written for the person who
+// called the tool; its Kind tells a program what happened.
+package sandbox

@@ -1,0 +1,318 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// ABIVersion is the guest ABI this host implements (docs/ABI.md).
+const ABIVersion = 1
+
+// Names of the exports the ABI requires.
+const (
+	exportABIVersion = "mcpwh_abi_version"
+	exportDescribe   = "mcpwh_describe"
+	exportCall       = "mcpwh_call"
+)
+
+// Options configures an [Engine]. The zero value is valid.
+type Options struct {
+	// CacheDir is where compiled code is cached across restarts; "" keeps the cache in
+	// memory only, so every start compiles every plugin again.
+	CacheDir string
+	// Logger receives guest stdout/stderr and log lines; nil discards them.
+	Logger *slog.Logger
+}
+
+// Engine owns what plugins share: the compilation cache and the logger. It is safe for
+// concurrent use.
+type Engine struct {
+	cache  wazero.CompilationCache
+	logger *slog.Logger
+}
+
+// NewEngine creates an engine. Close it to release the compilation cache.
+func NewEngine(ctx context.Context, opts Options) (*Engine, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cache := wazero.NewCompilationCache()
+	if opts.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("open compilation cache %s: %w", opts.CacheDir, err)
+		}
+		cache = c
+	}
+	return &Engine{cache: cache, logger: logger}, nil
+}
+
+// Close releases the compilation cache. Close every Module first.
+func (e *Engine) Close(ctx context.Context) error {
+	return e.cache.Close(ctx)
+}
+
+// Limits bound one plugin's calls.
+type Limits struct {
+	MemoryMiB      int           // linear memory ceiling; 0 means 64
+	Timeout        time.Duration // wall-clock time of one call; 0 means 30s
+	MaxInputBytes  int           // the call input document; 0 means 1 MiB
+	MaxOutputBytes int           // the output document; 0 means 1 MiB
+}
+
+// DefaultLimits returns the limits a zero Limits stands for.
+func DefaultLimits() Limits {
+	return Limits{}.withDefaults()
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MemoryMiB <= 0 {
+		l.MemoryMiB = 64
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = 30 * time.Second
+	}
+	if l.MaxInputBytes <= 0 {
+		l.MaxInputBytes = 1 << 20
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = 1 << 20
+	}
+	return l
+}
+
+// Dir is a host directory mounted into the guest.
+type Dir struct {
+	Host     string // absolute host path
+	Guest    string // absolute guest path, such as "/data"
+	Writable bool   // false mounts it read-only
+}
+
+// Grants is what a guest may reach beyond the ABI. The zero value grants nothing.
+type Grants struct {
+	Env  map[string]string // environment variables, exactly as given
+	Dirs []Dir
+}
+
+// Spec describes a plugin to load.
+type Spec struct {
+	Name   string // used in messages and logs
+	Wasm   []byte
+	Limits Limits
+	Grants Grants
+}
+
+// Module is one loaded plugin: compiled once, instantiated afresh for every call. It is
+// safe for concurrent use.
+type Module struct {
+	name     string
+	limits   Limits
+	logger   *slog.Logger
+	runtime  wazero.Runtime
+	compiled wazero.CompiledModule
+	config   wazero.ModuleConfig
+
+	instances atomic.Int64
+}
+
+// Load compiles a plugin, checks its imports and exports against the ABI, and checks
+// its ABI version by running it once. Errors name the plugin and say what is wrong.
+func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
+	limits := spec.Limits.withDefaults()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
+		WithCompilationCache(e.cache).
+		WithMemoryLimitPages(uint32(limits.MemoryMiB)*16).
+		// A context must be able to stop a guest that never calls the host. It costs
+		// loop-heavy guests time (docs/DESIGN.md); correctness comes first.
+		WithCloseOnContextDone(true))
+	defer func() {
+		if err != nil {
+			_ = rt.Close(ctx)
+		}
+	}()
+
+	compiled, err := rt.CompileModule(ctx, spec.Wasm)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q is not a valid WebAssembly module: %w", spec.Name, err)
+	}
+	wasi, err := wasi_snapshot_preview1.NewBuilder(rt).Compile(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("compile WASI for plugin %q: %w", spec.Name, err)
+	}
+	host, err := hostModule(rt).Compile(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("compile host functions for plugin %q: %w", spec.Name, err)
+	}
+	provided := map[string]wazero.CompiledModule{wasi_snapshot_preview1.ModuleName: wasi, hostModuleName: host}
+	if err := checkImports(compiled, provided); err != nil {
+		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
+	}
+	if err := checkExports(compiled); err != nil {
+		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
+	}
+	for _, c := range []wazero.CompiledModule{wasi, host} {
+		if _, err := rt.InstantiateModule(ctx, c, wazero.NewModuleConfig()); err != nil {
+			return nil, fmt.Errorf("instantiate host modules for plugin %q: %w", spec.Name, err)
+		}
+	}
+	config, err := moduleConfig(spec.Grants)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
+	}
+	m := &Module{
+		name:     spec.Name,
+		limits:   limits,
+		logger:   e.logger.With("plugin", spec.Name),
+		runtime:  rt,
+		compiled: compiled,
+		config:   config,
+	}
+	if err := m.checkVersion(ctx); err != nil {
+		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
+	}
+	return m, nil
+}
+
+// Name returns the plugin's name.
+func (m *Module) Name() string { return m.name }
+
+// Limits returns the plugin's limits with defaults filled in.
+func (m *Module) Limits() Limits { return m.limits }
+
+// Instances returns how many instances of the module have been created so far.
+func (m *Module) Instances() int64 { return m.instances.Load() }
+
+// Close releases the module's runtime. Calls still running end with an error.
+func (m *Module) Close(ctx context.Context) error {
+	return m.runtime.Close(ctx)
+}
+
+func moduleConfig(g Grants) (wazero.ModuleConfig, error) {
+	fsc := wazero.NewFSConfig()
+	for _, d := range g.Dirs {
+		info, err := os.Stat(d.Host)
+		if err != nil {
+			return nil, fmt.Errorf("directory grant %s: %w", d.Host, err)
+		}
+		if !info.IsDir() {
+			return nil, fmt.Errorf("directory grant %s: %w", d.Host, fs.ErrInvalid)
+		}
+		if d.Writable {
+			fsc = fsc.WithDirMount(d.Host, d.Guest)
+		} else {
+			fsc = fsc.WithReadOnlyDirMount(d.Host, d.Guest)
+		}
+	}
+	c := wazero.NewModuleConfig().
+		WithName(""). // anonymous, so that many instances can live at once
+		WithStartFunctions("_initialize").
+		WithRandSource(rand.Reader).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithSysNanosleep().
+		WithFSConfig(fsc)
+	keys := make([]string, 0, len(g.Env))
+	for k := range g.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		c = c.WithEnv(k, g.Env[k])
+	}
+	return c, nil
+}
+
+func checkImports(m wazero.CompiledModule, provided map[string]wazero.CompiledModule) error {
+	for _, mem := range m.ImportedMemories() {
+		mod, name, _ := mem.Import()
+		return fmt.Errorf("imports memory %s.%s, but the host provides no memory; export one instead", mod, name)
+	}
+	for _, f := range m.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		host, ok := provided[mod]
+		if !ok {
+			return fmt.Errorf("imports %s.%s, but the host provides no module %q (it provides %s and %s)",
+				mod, name, mod, wasi_snapshot_preview1.ModuleName, hostModuleName)
+		}
+		want, ok := host.ExportedFunctions()[name]
+		if !ok {
+			return fmt.Errorf("imports %s.%s, which the host does not provide", mod, name)
+		}
+		if !sameSignature(f, want) {
+			return fmt.Errorf("imports %s.%s with signature %s, but the host's is %s",
+				mod, name, signature(f), signature(want))
+		}
+	}
+	return nil
+}
+
+func checkExports(m wazero.CompiledModule) error {
+	if _, ok := m.ExportedMemories()["memory"]; !ok {
+		return fmt.Errorf("does not export its memory as %q", "memory")
+	}
+	fns := m.ExportedFunctions()
+	if _, ok := fns["_start"]; ok {
+		return fmt.Errorf("exports _start: it is a WASI command, but plugins must be reactors (clang -mexec-model=reactor, go build -buildmode=c-shared)")
+	}
+	for _, name := range []string{exportABIVersion, exportDescribe, exportCall} {
+		f, ok := fns[name]
+		if !ok {
+			return fmt.Errorf("does not export %s: it was not built for the mcp-wasmhost guest ABI (docs/ABI.md)", name)
+		}
+		if len(f.ParamTypes()) != 0 || !slices.Equal(f.ResultTypes(), []api.ValueType{api.ValueTypeI32}) {
+			return fmt.Errorf("exports %s with signature %s, want () -> (i32)", name, signature(f))
+		}
+	}
+	if f, ok := fns["_initialize"]; ok && (len(f.ParamTypes()) != 0 || len(f.ResultTypes()) != 0) {
+		return fmt.Errorf("exports _initialize with signature %s, want () -> ()", signature(f))
+	}
+	return nil
+}
+
+func sameSignature(a, b api.FunctionDefinition) bool {
+	return slices.Equal(a.ParamTypes(), b.ParamTypes()) && slices.Equal(a.ResultTypes(), b.ResultTypes())
+}
+
+func signature(f api.FunctionDefinition) string {
+	names := func(ts []api.ValueType) string {
+		s := make([]string, len(ts))
+		for i, t := range ts {
+			s[i] = api.ValueTypeName(t)
+		}
+		return strings.Join(s, ", ")
+	}
+	return "(" + names(f.ParamTypes()) + ") -> (" + names(f.ResultTypes()) + ")"
+}
+
+func (m *Module) checkVersion(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, m.limits.Timeout)
+	defer cancel()
+	st := newCallState(nil, nil, m.limits)
+	ctx = withCallState(ctx, st)
+	mod, err := m.instantiate(ctx, st)
+	if err != nil {
+		return m.guestError(ctx, st, err)
+	}
+	defer mod.Close(context.WithoutCancel(ctx))
+	res, err := mod.ExportedFunction(exportABIVersion).Call(ctx)
+	if err != nil {
+		return m.guestError(ctx, st, err)
+	}
+	if v := int32(res[0]); v != ABIVersion {
+		return fmt.Errorf("built for guest ABI version %d, but this host implements version %d", v, ABIVersion)
+	}
+	return nil
+}

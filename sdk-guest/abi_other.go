@@ -1,0 +1,119 @@
+//go:build !wasip1
+
+package guest
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// TestHost stands in for mcp-wasmhost when a plugin's tools run natively under
+// `go test`. The zero value is ready: it records logs and progress and answers
+// elicitations with ErrUnavailable, as a client without the capability would.
+type TestHost struct {
+	// Elicit answers Call.Elicit; nil answers ErrUnavailable.
+	Elicit func(message string, schema json.RawMessage) (*ElicitResult, error)
+
+	mu       sync.Mutex
+	logs     []LogEntry
+	progress []ProgressEntry
+}
+
+// LogEntry is one recorded Call.Log.
+type LogEntry struct {
+	Level   Level
+	Message string
+}
+
+// ProgressEntry is one recorded Call.Progress.
+type ProgressEntry struct {
+	Done, Total float64
+	Message     string
+}
+
+// Logs returns the log lines recorded so far.
+func (h *TestHost) Logs() []LogEntry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]LogEntry(nil), h.logs...)
+}
+
+// Progress returns the progress reports recorded so far.
+func (h *TestHost) Progress() []ProgressEntry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]ProgressEntry(nil), h.progress...)
+}
+
+func (h *TestHost) log(level Level, msg string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.logs = append(h.logs, LogEntry{level, msg})
+}
+
+func (h *TestHost) progressReport(done, total float64, msg string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.progress = append(h.progress, ProgressEntry{done, total, msg})
+}
+
+type testBackend struct{ h *TestHost }
+
+func (b testBackend) log(level Level, msg string)              { b.h.log(level, msg) }
+func (b testBackend) progress(done, total float64, msg string) { b.h.progressReport(done, total, msg) }
+
+func (b testBackend) request(method string, params []byte) ([]byte, error) {
+	if method != "elicit" {
+		return nil, ErrUnsupported
+	}
+	if b.h.Elicit == nil {
+		return nil, ErrUnavailable
+	}
+	var p struct {
+		Message         string          `json:"message"`
+		RequestedSchema json.RawMessage `json:"requestedSchema"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, err
+	}
+	r, err := b.h.Elicit(p.Message, p.RequestedSchema)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(r)
+}
+
+// CallTool runs a registered tool natively, as the host would: args is encoded to JSON
+// and decoded into the tool's argument type, and the result comes back as the client
+// would see it. A nil h is a zero TestHost.
+func CallTool(h *TestHost, name string, args any) (*Result, error) {
+	if h == nil {
+		h = &TestHost{}
+	}
+	a, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("encode arguments: %w", err)
+	}
+	input, err := json.Marshal(struct {
+		Tool      string          `json:"tool"`
+		Arguments json.RawMessage `json:"arguments"`
+	}{name, a})
+	if err != nil {
+		return nil, err
+	}
+	out, err := dispatch(testBackend{h}, input)
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(out, &r); err != nil {
+		return nil, fmt.Errorf("decode result: %w", err)
+	}
+	return &r, nil
+}
+
+// Manifest returns the manifest the plugin would give the host: its tools and schemas.
+func Manifest() ([]byte, error) {
+	return manifest()
+}

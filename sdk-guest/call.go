@@ -1,0 +1,82 @@
+package guest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Level is a log level.
+type Level int32
+
+// Log levels.
+const (
+	LevelDebug Level = iota
+	LevelInfo
+	LevelNotice
+	LevelWarning
+	LevelError
+)
+
+// Errors of [Call.Elicit].
+var (
+	// ErrUnavailable: the client cannot be asked (it declared no elicitation capability).
+	ErrUnavailable = errors.New("the client cannot be asked for input")
+	// ErrUnsupported: the host does not know the request.
+	ErrUnsupported = errors.New("the host does not support this request")
+)
+
+// backend carries a call's host requests: the ABI's imports on wasip1, a TestHost on
+// other targets.
+type backend interface {
+	log(level Level, msg string)
+	progress(done, total float64, msg string)
+	request(method string, params []byte) ([]byte, error)
+}
+
+// Call is the running call, the tool's door to the client.
+type Call struct {
+	Tool    string // the tool's name, as registered
+	backend backend
+}
+
+// Log sends a log line to the client and the server log.
+func (c *Call) Log(level Level, format string, args ...any) {
+	c.backend.log(level, fmt.Sprintf(format, args...))
+}
+
+// Progress reports progress: done out of total (total <= 0 when unknown).
+func (c *Call) Progress(done, total float64, message string) {
+	c.backend.progress(done, total, message)
+}
+
+// ElicitResult is the user's answer.
+type ElicitResult struct {
+	Action  string         `json:"action"` // accept, decline or cancel
+	Content map[string]any `json:"content,omitempty"`
+}
+
+// Accepted reports whether the user accepted.
+func (r *ElicitResult) Accepted() bool { return r.Action == "accept" }
+
+// Elicit asks the user for input: message says what and why, schema (a JSON Schema
+// object of flat primitive properties, as MCP form elicitation requires) what to fill
+// in. It blocks until the user answers.
+func (c *Call) Elicit(message string, schema any) (*ElicitResult, error) {
+	params, err := json.Marshal(struct {
+		Message         string `json:"message"`
+		RequestedSchema any    `json:"requestedSchema"`
+	}{message, schema})
+	if err != nil {
+		return nil, fmt.Errorf("encode elicitation: %w", err)
+	}
+	reply, err := c.backend.request("elicit", params)
+	if err != nil {
+		return nil, err
+	}
+	var r ElicitResult
+	if err := json.Unmarshal(reply, &r); err != nil {
+		return nil, fmt.Errorf("decode elicitation reply: %w", err)
+	}
+	return &r, nil
+}
