@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 )
 
@@ -19,23 +20,19 @@ var engine *sandbox.Engine
 
 func TestMain(m *testing.M) {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "sandbox-cache")
-	if err != nil {
-		panic(err)
-	}
-	engine, err = sandbox.NewEngine(ctx, sandbox.Options{CacheDir: dir})
+	var err error
+	engine, err = sandbox.NewEngine(ctx, sandbox.Options{CacheDir: testenv.CacheDir()})
 	if err != nil {
 		panic(err)
 	}
 	code := m.Run()
 	engine.Close(ctx)
-	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
 func wasm(t testing.TB, path string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", path))
+	b, err := os.ReadFile(testenv.Path(path))
 	if err != nil {
 		t.Fatal(err)
 	}

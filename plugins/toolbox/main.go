@@ -100,8 +100,10 @@ func checkJSON(doc string) error {
 	err := json.Unmarshal([]byte(doc), &v)
 	var syn *json.SyntaxError
 	if errors.As(err, &syn) {
-		line := 1 + strings.Count(doc[:syn.Offset], "\n")
-		col := int(syn.Offset) - strings.LastIndex(doc[:syn.Offset], "\n") - 1
+		// Offset counts the bytes read, including the offending one.
+		at := max(int(syn.Offset)-1, 0)
+		line := 1 + strings.Count(doc[:at], "\n")
+		col := at - strings.LastIndex(doc[:at], "\n")
 		return fmt.Errorf("invalid JSON at line %d, column %d: %v", line, col, syn)
 	}
 	if err != nil {

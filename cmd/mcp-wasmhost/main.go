@@ -1,0 +1,196 @@
+// Command mcp-wasmhost is an MCP server whose tools are sandboxed WebAssembly plugins.
+//
+//	mcp-wasmhost                      serve ./config.toml over stdio
+//	mcp-wasmhost --config FILE        serve another config
+//	mcp-wasmhost --http 127.0.0.1:8080  serve Streamable HTTP at /mcp instead
+//	mcp-wasmhost --log-level debug    override [server] log_level
+//	mcp-wasmhost version              print the version
+//
+// Logs go to stderr, never to stdout, which carries the stdio protocol.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/config"
+	"github.com/mcp-wasmhost/mcp-wasmhost/host"
+	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
+	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "mcp-wasmhost:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program: main only adds signals and the exit code.
+func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mcp-wasmhost", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "config.toml", "the config file")
+	httpAddr := fs.String("http", "", "serve Streamable HTTP at ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080)")
+	logLevel := fs.String("log-level", "", "debug, info, warn or error (default: the config's log_level)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: mcp-wasmhost [flags]\n       mcp-wasmhost version\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	switch fs.Arg(0) {
+	case "":
+	case "version":
+		fmt.Fprintln(stdout, "mcp-wasmhost", version(), "guest ABI", sandbox.ABIVersion)
+		return nil
+	default:
+		fs.Usage()
+		return fmt.Errorf("unknown command %q", fs.Arg(0))
+	}
+
+	cfg, err := config.Load(*configPath)
+	if err != nil {
+		return err
+	}
+	if *logLevel != "" {
+		cfg.Server.LogLevel = *logLevel
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.Server.LogLevel)); err != nil {
+		return fmt.Errorf("log level %q: want debug, info, warn or error", cfg.Server.LogLevel)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	cacheDir, _ := cfg.Server.CompilationCacheDir()
+	engine, err := sandbox.NewEngine(ctx, sandbox.Options{CacheDir: cacheDir, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer engine.Close(context.WithoutCancel(ctx))
+	catalog, err := loadPlugins(ctx, engine, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer catalog.Close(context.WithoutCancel(ctx))
+
+	srv, err := host.New(catalog, host.Options{Name: cfg.Server.Name, Version: version(), Logger: logger})
+	if err != nil {
+		return err
+	}
+	if *httpAddr != "" {
+		return serveHTTP(ctx, srv, *httpAddr, logger)
+	}
+	logger.Info("serving over stdio", "tools", len(catalog.Tools()))
+	return srv.ServeStdio(ctx, stdin, stdout)
+}
+
+// loadPlugins loads every configured plugin, in parallel. A plugin that fails to load
+// is refused and logged with the reason; the server serves the others. It fails only
+// when plugins were configured and none loaded.
+func loadPlugins(ctx context.Context, e *sandbox.Engine, cfg *config.Config, logger *slog.Logger) (*plugins.Catalog, error) {
+	loaded := make([]*plugins.Plugin, len(cfg.Plugins))
+	errs := make([]error, len(cfg.Plugins))
+	var wg sync.WaitGroup
+	for i, pc := range cfg.Plugins {
+		wg.Go(func() {
+			start := time.Now()
+			loaded[i], errs[i] = plugins.Load(ctx, e, pluginSpec(pc))
+			if errs[i] == nil {
+				logger.Info("plugin loaded", "plugin", pc.Name, "tools", len(loaded[i].Tools), "took", time.Since(start).Round(time.Millisecond))
+			}
+		})
+	}
+	wg.Wait()
+	var ok []*plugins.Plugin
+	for i, p := range loaded {
+		if errs[i] != nil {
+			logger.Error("plugin refused", "plugin", cfg.Plugins[i].Name, "err", errs[i])
+			continue
+		}
+		ok = append(ok, p)
+	}
+	if len(cfg.Plugins) > 0 && len(ok) == 0 {
+		return nil, fmt.Errorf("no plugin could be loaded: %w", errors.Join(errs...))
+	}
+	return plugins.NewCatalog(ok)
+}
+
+func pluginSpec(pc config.Plugin) plugins.Spec {
+	env := map[string]string{}
+	for _, name := range pc.InheritEnv {
+		if v, ok := os.LookupEnv(name); ok {
+			env[name] = v
+		}
+	}
+	for k, v := range pc.Env {
+		env[k] = v
+	}
+	dirs := make([]sandbox.Dir, len(pc.Dirs))
+	for i, d := range pc.Dirs {
+		dirs[i] = sandbox.Dir{Host: d.Host, Guest: d.Guest, Writable: d.Writable}
+	}
+	return plugins.Spec{
+		Name: pc.Name, Path: pc.Path, SHA256: pc.SHA256,
+		Limits: sandbox.Limits{MemoryMiB: pc.MemoryMiB, Timeout: pc.Timeout.Duration,
+			MaxInputBytes: pc.MaxInputBytes, MaxOutputBytes: pc.MaxOutputBytes},
+		Grants: sandbox.Grants{Env: env, Dirs: dirs},
+	}
+}
+
+func serveHTTP(ctx context.Context, srv *host.Server, addr string, logger *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
+	logger.Info("serving Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp")
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdown); err != nil {
+		hs.Close()
+	}
+	<-done
+	return nil
+}
+
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return "dev-" + s.Value[:12]
+		}
+	}
+	return "dev"
+}

@@ -1,0 +1,116 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
+	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
+)
+
+// bridge carries one call's guest requests to the MCP session that made the call.
+type bridge struct {
+	session       *mcp.ServerSession
+	tool          *plugins.Tool
+	logger        *slog.Logger
+	progressToken any
+
+	mu           sync.Mutex
+	lastProgress float64
+	sentProgress bool
+}
+
+var _ sandbox.Host = (*bridge)(nil)
+
+var mcpLevels = map[sandbox.Level]mcp.LoggingLevel{
+	sandbox.LevelDebug:   "debug",
+	sandbox.LevelInfo:    "info",
+	sandbox.LevelNotice:  "notice",
+	sandbox.LevelWarning: "warning",
+	sandbox.LevelError:   "error",
+}
+
+var slogLevels = map[sandbox.Level]slog.Level{
+	sandbox.LevelDebug:   slog.LevelDebug,
+	sandbox.LevelInfo:    slog.LevelInfo,
+	sandbox.LevelNotice:  slog.LevelInfo,
+	sandbox.LevelWarning: slog.LevelWarn,
+	sandbox.LevelError:   slog.LevelError,
+}
+
+func (b *bridge) Log(ctx context.Context, level sandbox.Level, msg string) {
+	b.logger.Log(ctx, slogLevels[level], "guest log", "tool", b.tool.Name, "msg", msg)
+	// The session drops messages below the level the client set with logging/setLevel.
+	err := b.session.Log(ctx, &mcp.LoggingMessageParams{Level: mcpLevels[level], Logger: b.tool.Name, Data: msg})
+	if err != nil {
+		b.logger.DebugContext(ctx, "log notification not delivered", "tool", b.tool.Name, "err", err)
+	}
+}
+
+func (b *bridge) Progress(ctx context.Context, progress, total float64, msg string) {
+	if b.progressToken == nil {
+		return
+	}
+	b.mu.Lock()
+	// MCP requires progress to increase; a report that does not is dropped.
+	if b.sentProgress && progress <= b.lastProgress {
+		b.mu.Unlock()
+		return
+	}
+	b.lastProgress, b.sentProgress = progress, true
+	b.mu.Unlock()
+	p := &mcp.ProgressNotificationParams{ProgressToken: b.progressToken, Progress: progress, Message: msg}
+	if total > 0 {
+		p.Total = total
+	}
+	if err := b.session.NotifyProgress(ctx, p); err != nil {
+		b.logger.DebugContext(ctx, "progress notification not delivered", "tool", b.tool.Name, "err", err)
+	}
+}
+
+func (b *bridge) Request(ctx context.Context, method string, params []byte) ([]byte, error) {
+	switch method {
+	case "elicit":
+		return b.elicit(ctx, params)
+	}
+	return nil, sandbox.ErrUnsupported
+}
+
+func (b *bridge) elicit(ctx context.Context, params []byte) ([]byte, error) {
+	var p struct {
+		Message         string          `json:"message"`
+		RequestedSchema json.RawMessage `json:"requestedSchema"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, fmt.Errorf("elicit params: %w", err)
+	}
+	if p.Message == "" {
+		return nil, errors.New("elicit params: message is required")
+	}
+	init := b.session.InitializeParams()
+	if init == nil || init.Capabilities == nil || init.Capabilities.Elicitation == nil {
+		return nil, sandbox.ErrUnavailable
+	}
+	ep := &mcp.ElicitParams{Message: p.Message}
+	if len(p.RequestedSchema) > 0 {
+		var schema map[string]any
+		if err := json.Unmarshal(p.RequestedSchema, &schema); err != nil {
+			return nil, fmt.Errorf("elicit params: requestedSchema: %w", err)
+		}
+		ep.RequestedSchema = schema
+	}
+	res, err := b.session.Elicit(ctx, ep)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(struct {
+		Action  string         `json:"action"`
+		Content map[string]any `json:"content,omitempty"`
+	}{res.Action, res.Content})
+}

@@ -1,0 +1,134 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
+	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
+)
+
+// ProtocolVersions are the MCP versions offered, newest first. 2026-07-28 is left out
+// on purpose: it is stateless, so a server cannot ask the client for input mid-call,
+// and its Tasks extension is not implemented yet (docs/DESIGN.md).
+var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// Options configures a Server. The zero value is valid.
+type Options struct {
+	Name    string       // serverInfo.name; "" means "mcp-wasmhost"
+	Version string       // serverInfo.version; "" means "dev"
+	Logger  *slog.Logger // nil discards logs
+}
+
+// Server serves a catalog of plugin tools over MCP.
+type Server struct {
+	mcp     *mcp.Server
+	catalog *plugins.Catalog
+	logger  *slog.Logger
+}
+
+// New creates a server offering every tool in catalog.
+func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
+	if opts.Name == "" {
+		opts.Name = "mcp-wasmhost"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{catalog: catalog, logger: opts.Logger}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
+		Logger:                    opts.Logger,
+		SupportedProtocolVersions: ProtocolVersions,
+		Capabilities: &mcp.ServerCapabilities{
+			Logging: &mcp.LoggingCapabilities{},
+			Tools:   &mcp.ToolCapabilities{},
+		},
+	})
+	for _, t := range catalog.Tools() {
+		mt, err := mcpTool(t)
+		if err != nil {
+			return nil, err
+		}
+		s.mcp.AddTool(mt, s.toolHandler(t))
+	}
+	return s, nil
+}
+
+func mcpTool(t *plugins.Tool) (*mcp.Tool, error) {
+	mt := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema}
+	if t.OutputSchema != nil {
+		mt.OutputSchema = t.OutputSchema
+	}
+	if t.Annotations != nil {
+		mt.Annotations = new(mcp.ToolAnnotations)
+		if err := json.Unmarshal(t.Annotations, mt.Annotations); err != nil {
+			return nil, fmt.Errorf("tool %q: annotations: %w", t.Name, err)
+		}
+	}
+	return mt, nil
+}
+
+// ServeStdio serves one client over a stdio pair (the process's stdin and stdout) until
+// it disconnects or ctx ends.
+func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
+	return s.mcp.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+}
+
+// Connect serves one client over t; it is how tests and embedders use other transports.
+func (s *Server) Connect(ctx context.Context, t mcp.Transport) (*mcp.ServerSession, error) {
+	return s.mcp.Connect(ctx, t, nil)
+}
+
+// HTTPHandler serves Streamable HTTP at /mcp. Requests arriving on a loopback address
+// with a non-loopback Host header are refused (DNS-rebinding protection), and so are
+// cross-origin browser requests.
+func (s *Server) HTTPHandler() http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+		&mcp.StreamableHTTPOptions{Logger: s.logger})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(h))
+	return mux
+}
+
+// toolHandler runs a plugin tool for one tools/call.
+func (s *Server) toolHandler(t *plugins.Tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := req.Params.Arguments
+		if err := t.CheckArguments(args); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		}
+		b := &bridge{session: req.Session, tool: t, logger: s.logger, progressToken: req.Params.GetProgressToken()}
+		out, err := t.Call(ctx, args, b)
+		if err != nil {
+			return s.failure(ctx, t, err)
+		}
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(out, &res); err != nil {
+			return s.failure(ctx, t, &sandbox.GuestError{Kind: sandbox.KindOutput,
+				Message: fmt.Sprintf("tool %q returned a malformed result: %v", t.Name, err)})
+		}
+		return &res, nil
+	}
+}
+
+// failure turns a guest failure into an isError result; anything else stays an error.
+func (s *Server) failure(ctx context.Context, t *plugins.Tool, err error) (*mcp.CallToolResult, error) {
+	var ge *sandbox.GuestError
+	if !errors.As(err, &ge) {
+		s.logger.ErrorContext(ctx, "tool call failed", "tool", t.Name, "err", err)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	s.logger.WarnContext(ctx, "guest failed", "tool", t.Name, "kind", ge.Kind, "err", ge.Message)
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: ge.Message}}}, nil
+}

@@ -1,0 +1,101 @@
+package plugins
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
+)
+
+// ArgumentError says why a call's arguments were refused before the guest ran.
+type ArgumentError struct {
+	Tool   string
+	Reason string
+}
+
+func (e *ArgumentError) Error() string {
+	return fmt.Sprintf("invalid arguments for tool %q: %s", e.Tool, e.Reason)
+}
+
+// CheckArguments validates args (nil means {}) against the tool's limits and input schema.
+func (t *Tool) CheckArguments(args json.RawMessage) error {
+	if max := t.Plugin.Module.Limits().MaxInputBytes; len(args) > max {
+		return &ArgumentError{t.Name, fmt.Sprintf("%d bytes exceeds the plugin's limit of %d", len(args), max)}
+	}
+	args = orEmptyObject(args)
+	if !utf8.Valid(args) {
+		return &ArgumentError{t.Name, "not valid UTF-8"}
+	}
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return &ArgumentError{t.Name, err.Error()}
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return &ArgumentError{t.Name, "arguments must be a JSON object"}
+	}
+	if err := t.input.Validate(v); err != nil {
+		return &ArgumentError{t.Name, err.Error()}
+	}
+	return nil
+}
+
+// Call runs the tool in a fresh instance with arguments already checked by
+// CheckArguments and returns the guest's CallToolResult document, checked against the
+// ABI and the tool's output schema. A guest failure is a *sandbox.GuestError.
+func (t *Tool) Call(ctx context.Context, args json.RawMessage, h sandbox.Host) (json.RawMessage, error) {
+	input, err := json.Marshal(struct {
+		Tool      string          `json:"tool"`
+		Arguments json.RawMessage `json:"arguments"`
+	}{t.GuestName, orEmptyObject(args)})
+	if err != nil {
+		return nil, fmt.Errorf("encode call of %q: %w", t.Name, err)
+	}
+	out, err := t.Plugin.Module.Call(ctx, input, h)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.checkOutput(out); err != nil {
+		return nil, &sandbox.GuestError{Kind: sandbox.KindOutput,
+			Message: fmt.Sprintf("tool %q returned a malformed result: %v", t.Name, err)}
+	}
+	return out, nil
+}
+
+func (t *Tool) checkOutput(out []byte) error {
+	if !utf8.Valid(out) {
+		return fmt.Errorf("not valid UTF-8")
+	}
+	var res struct {
+		Content           json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return fmt.Errorf("not a JSON object: %v", err)
+	}
+	if t.output == nil || res.IsError {
+		return nil
+	}
+	if res.StructuredContent == nil {
+		return fmt.Errorf("the tool declares an outputSchema but returned no structuredContent")
+	}
+	var v any
+	if err := json.Unmarshal(res.StructuredContent, &v); err != nil {
+		return fmt.Errorf("structuredContent: %v", err)
+	}
+	if err := t.output.Validate(v); err != nil {
+		return fmt.Errorf("structuredContent does not match the outputSchema: %v", err)
+	}
+	return nil
+}
+
+// orEmptyObject maps absent or null arguments to {}, as MCP clients mean them.
+func orEmptyObject(args json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
+		return json.RawMessage("{}")
+	}
+	return args
+}

@@ -1,0 +1,51 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Catalog is the set of tools the server offers, from all loaded plugins.
+type Catalog struct {
+	plugins []*Plugin
+	tools   []*Tool
+	byName  map[string]*Tool
+}
+
+// NewCatalog indexes the plugins' tools. Plugin names are unique and contain no '_', so
+// full tool names cannot collide; a collision is still checked and reported.
+func NewCatalog(plugins []*Plugin) (*Catalog, error) {
+	c := &Catalog{plugins: plugins, byName: map[string]*Tool{}}
+	for _, p := range plugins {
+		for _, t := range p.Tools {
+			if other, dup := c.byName[t.Name]; dup {
+				return nil, fmt.Errorf("tool %q is offered by plugins %q and %q", t.Name, other.Plugin.Name, p.Name)
+			}
+			c.byName[t.Name] = t
+			c.tools = append(c.tools, t)
+		}
+	}
+	return c, nil
+}
+
+// Tools returns every tool, in plugin order then manifest order.
+func (c *Catalog) Tools() []*Tool { return c.tools }
+
+// Plugins returns the loaded plugins.
+func (c *Catalog) Plugins() []*Plugin { return c.plugins }
+
+// Lookup finds a tool by its full name.
+func (c *Catalog) Lookup(name string) (*Tool, bool) {
+	t, ok := c.byName[name]
+	return t, ok
+}
+
+// Close unloads every plugin.
+func (c *Catalog) Close(ctx context.Context) error {
+	var errs []error
+	for _, p := range c.plugins {
+		errs = append(errs, p.Close(ctx))
+	}
+	return errors.Join(errs...)
+}

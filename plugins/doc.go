@@ -1,0 +1,9 @@
+// Package plugins turns .wasm files into tools: it verifies each file against the
+// sha256 the operator pinned, loads it into the sandbox, reads and validates its
+// manifest (docs/ABI.md), and builds the [Catalog] of tools the server offers, each
+// named <plugin>_<tool>.
+//
+// A [Tool] checks a call's arguments against its input schema before any guest code
+// runs, and checks the guest's output (UTF-8, JSON, output schema) before anyone sees it.
+// It knows nothing of MCP sessions; the host package maps tools onto them.
+package plugins

@@ -1,0 +1,197 @@
+package plugins
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
+)
+
+// MaxToolNameLen is the longest tool name offered to clients; many clients cap names at 64.
+const MaxToolNameLen = 64
+
+// Spec is one plugin as the operator configured it.
+type Spec struct {
+	Name   string // [a-z][a-z0-9-]*: contains no '_', which separates it from tool names
+	Path   string // the .wasm file
+	SHA256 string // the file's pinned digest, lowercase hex
+	Limits sandbox.Limits
+	Grants sandbox.Grants
+}
+
+// Plugin is a loaded plugin and its tools.
+type Plugin struct {
+	Name   string
+	Path   string
+	Module *sandbox.Module
+	Tools  []*Tool
+}
+
+// TaskSupport says whether a tool may or must run as an MCP Task.
+type TaskSupport string
+
+// Values of TaskSupport.
+const (
+	TaskForbidden TaskSupport = "forbidden"
+	TaskOptional  TaskSupport = "optional"
+	TaskRequired  TaskSupport = "required"
+)
+
+// Tool is one tool of a plugin.
+type Tool struct {
+	Name         string // as clients see it: <plugin>_<guest name>
+	GuestName    string // as the guest declared it
+	Plugin       *Plugin
+	Title        string
+	Description  string
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage // nil when the tool declares none
+	Annotations  json.RawMessage // nil when the tool declares none
+	TaskSupport  TaskSupport
+
+	input, output *jsonschema.Resolved
+}
+
+// Load verifies, compiles and describes one plugin. On error nothing stays loaded.
+func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error) {
+	b, err := os.ReadFile(s.Path)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: %w", s.Name, err)
+	}
+	sum := sha256.Sum256(b)
+	if got := hex.EncodeToString(sum[:]); got != s.SHA256 {
+		return nil, fmt.Errorf("plugin %q: %s has sha256 %s, but config pins %s; refusing to load it (update sha256 in config only if you trust the new file)",
+			s.Name, s.Path, got, s.SHA256)
+	}
+	m, err := e.Load(ctx, sandbox.Spec{Name: s.Name, Wasm: b, Limits: s.Limits, Grants: s.Grants})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			m.Close(ctx)
+		}
+	}()
+	doc, err := m.Describe(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("describe plugin %q: %w", s.Name, err)
+	}
+	p := &Plugin{Name: s.Name, Path: s.Path, Module: m}
+	if p.Tools, err = parseManifest(p, doc); err != nil {
+		return nil, fmt.Errorf("plugin %q: manifest: %w", s.Name, err)
+	}
+	return p, nil
+}
+
+// Close unloads the plugin.
+func (p *Plugin) Close(ctx context.Context) error {
+	return p.Module.Close(ctx)
+}
+
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,48}$`)
+
+func parseManifest(p *Plugin, doc []byte) ([]*Tool, error) {
+	if !utf8.Valid(doc) {
+		return nil, errors.New("not valid UTF-8")
+	}
+	var m struct {
+		Tools []struct {
+			Name         string          `json:"name"`
+			Title        string          `json:"title"`
+			Description  string          `json:"description"`
+			InputSchema  json.RawMessage `json:"inputSchema"`
+			OutputSchema json.RawMessage `json:"outputSchema"`
+			Annotations  json.RawMessage `json:"annotations"`
+			Execution    *struct {
+				TaskSupport TaskSupport `json:"taskSupport"`
+			} `json:"execution"`
+		} `json:"tools"`
+	}
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&m); err != nil {
+		return nil, err
+	}
+	var tools []*Tool
+	seen := map[string]bool{}
+	var errs []error
+	for i, decl := range m.Tools {
+		t := &Tool{
+			Name: p.Name + "_" + decl.Name, GuestName: decl.Name, Plugin: p,
+			Title: decl.Title, Description: decl.Description,
+			InputSchema: decl.InputSchema, OutputSchema: decl.OutputSchema, Annotations: decl.Annotations,
+			TaskSupport: TaskForbidden,
+		}
+		if decl.Execution != nil && decl.Execution.TaskSupport != "" {
+			t.TaskSupport = decl.Execution.TaskSupport
+		}
+		if err := t.prepare(seen); err != nil {
+			errs = append(errs, fmt.Errorf("tools[%d] (%q): %w", i, decl.Name, err))
+			continue
+		}
+		tools = append(tools, t)
+	}
+	return tools, errors.Join(errs...)
+}
+
+// prepare validates a declared tool and resolves its schemas.
+func (t *Tool) prepare(seen map[string]bool) error {
+	switch {
+	case !toolNameRE.MatchString(t.GuestName):
+		return errors.New("name must be 1-48 characters of A-Z a-z 0-9 _ -")
+	case seen[t.GuestName]:
+		return errors.New("declared twice")
+	case len(t.Name) > MaxToolNameLen:
+		return fmt.Errorf("full name %q is longer than %d characters; give the plugin a shorter name", t.Name, MaxToolNameLen)
+	case !utf8.ValidString(t.Title) || !utf8.ValidString(t.Description):
+		return errors.New("title and description must be UTF-8")
+	}
+	switch t.TaskSupport {
+	case TaskForbidden, TaskOptional, TaskRequired:
+	default:
+		return fmt.Errorf("execution.taskSupport %q is not forbidden, optional or required", t.TaskSupport)
+	}
+	seen[t.GuestName] = true
+	var err error
+	if t.input, err = resolveSchema(t.InputSchema); err != nil {
+		return fmt.Errorf("inputSchema: %w", err)
+	}
+	if t.OutputSchema != nil {
+		if t.output, err = resolveSchema(t.OutputSchema); err != nil {
+			return fmt.Errorf("outputSchema: %w", err)
+		}
+	}
+	if t.Annotations != nil && !isObject(t.Annotations) {
+		return errors.New("annotations must be a JSON object")
+	}
+	return nil
+}
+
+func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
+	if raw == nil {
+		return nil, errors.New("missing")
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	if s.Type != "object" {
+		return nil, fmt.Errorf(`type must be "object", got %q`, s.Type)
+	}
+	return s.Resolve(nil)
+}
+
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
