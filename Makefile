@@ -10,10 +10,15 @@ C_PLUGINS  = plugins/textkit/textkit.wasm
 WAT        = $(patsubst testdata/wat/%.wat,testdata/wasm/%.wasm,$(wildcard testdata/wat/*.wat))
 ALL_WASM   = $(GO_PLUGINS) $(C_PLUGINS) $(WAT) testdata/wasm/truncated.wasm
 
-.PHONY: plugins test check-wasm interop-deps FORCE
+.PHONY: plugins pins test check-wasm interop-deps FORCE
 
-# plugins rebuilds every .wasm in the repository from its source.
-plugins: $(ALL_WASM)
+# plugins rebuilds every .wasm in the repository from its source and re-pins the
+# bundled ones in config.toml.
+plugins: $(ALL_WASM) pins
+
+# pins rewrites the sha256 pins of config.toml to the files built here.
+pins: $(GO_PLUGINS) $(C_PLUGINS)
+	scripts/pin.sh config.toml
 
 plugins/toolbox/toolbox.wasm: FORCE
 	$(GO_WASM) -o $@ ./plugins/toolbox
@@ -30,7 +35,7 @@ testdata/wasm/truncated.wasm: testdata/wasm/loop.wasm
 check-wasm:
 	rm -f $(ALL_WASM)
 	$(MAKE) plugins
-	git diff --exit-code --stat -- '*.wasm'
+	git diff --exit-code --stat -- '*.wasm' config.toml
 	@test -z "$$(git status --porcelain -- '*.wasm')" || { git status --porcelain -- '*.wasm'; exit 1; }
 
 interop-deps:

@@ -605,19 +605,16 @@ func FuzzKeyLines(f *testing.F) {
 		"a.\"b c\".d = [1, { e = 2 }, [ { f = '''\n''' } ]]\n",
 		"x = \"\"\"\ny = 1\"\"\"\"\"\n[[t]]\n[t.u]\n",
 		"\xef\xbb\xbfa = 1\n",
+		"\"\\e\\x41\\u00e9\\U0001F600\\\\\" = 0\n",
 		"d = 1979-05-27 07:32:00Z\nn = [ -inf, nan, 0x1F ]\n",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, doc string) {
-		tm := time.AfterFunc(3*time.Second, func() { os.WriteFile("/tmp/hang-decode.txt", []byte(doc), 0o644); panic("hang in decode") })
 		md, err := toml.Decode(doc, new(map[string]any))
-		tm.Stop()
 		if err != nil {
 			return
 		}
-		tm = time.AfterFunc(3*time.Second, func() { os.WriteFile("/tmp/hang-keylines.txt", []byte(doc), 0o644); panic("hang in keylines") })
-		defer tm.Stop()
 		var want []string
 		for _, k := range md.Keys() {
 			want = append(want, k.String())

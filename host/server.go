@@ -48,7 +48,7 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 	}
 	s := &Server{catalog: catalog, logger: opts.Logger}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
-		Logger:                    opts.Logger,
+		Logger:                    slog.New(minLevel{opts.Logger.Handler(), slog.LevelWarn}),
 		SupportedProtocolVersions: ProtocolVersions,
 		Capabilities: &mcp.ServerCapabilities{
 			Logging: &mcp.LoggingCapabilities{},
@@ -95,7 +95,7 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport) (*mcp.ServerSessi
 // cross-origin browser requests.
 func (s *Server) HTTPHandler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{Logger: s.logger})
+		&mcp.StreamableHTTPOptions{Logger: slog.New(minLevel{s.logger.Handler(), slog.LevelWarn})})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(h))
 	return mux
@@ -131,4 +131,23 @@ func (s *Server) failure(ctx context.Context, t *plugins.Tool, err error) (*mcp.
 	}
 	s.logger.WarnContext(ctx, "guest failed", "tool", t.Name, "kind", ge.Kind, "err", ge.Message)
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: ge.Message}}}, nil
+}
+
+// minLevel passes on records at or above min: the SDK logs every session's start and
+// end at info, which would drown the server's own log.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(attrs), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
 }

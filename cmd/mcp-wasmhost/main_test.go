@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
+)
+
+// binary is the real mcp-wasmhost, built once for these tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcp-wasmhost-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "mcp-wasmhost")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// syncBuffer is a bytes.Buffer safe for a process to write while a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// connectStdio starts the binary with args and connects a client over its stdio.
+func connectStdio(t *testing.T, args ...string) (*mcp.ClientSession, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, stderr
+}
+
+func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) string {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("CallTool(%s) = %v", name, err)
+	}
+	return res.Content[0].(*mcp.TextContent).Text
+}
+
+// TestBundledConfigOverStdio runs README's first command: the bundled config.toml.
+func TestBundledConfigOverStdio(t *testing.T) {
+	cs, stderr := connectStdio(t, "--config", testenv.Path("config.toml"))
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Tools) != 11 {
+		t.Errorf("tools/list has %d tools, want 11 (stderr:\n%s)", len(list.Tools), stderr)
+	}
+	if got := callText(t, cs, "textkit_sha256", map[string]any{"text": "abc"}); !strings.HasPrefix(got, "ba7816bf") {
+		t.Errorf("textkit_sha256(abc) = %q", got)
+	}
+	if got := callText(t, cs, "toolbox_read_file", map[string]any{"path": "ABI.md"}); !strings.HasPrefix(got, "# Guest ABI v1") {
+		t.Errorf("toolbox_read_file(ABI.md) = %.40q", got)
+	}
+	if strings.Contains(stderr.String(), "level=ERROR") {
+		t.Errorf("stderr has errors:\n%s", stderr)
+	}
+}
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func pluginTOML(t *testing.T, name, rel, sha string) string {
+	if sha == "" {
+		sha = testenv.Spec(t, name, rel).SHA256
+	}
+	return fmt.Sprintf("[[plugins]]\nname = %q\npath = %q\nsha256 = %q\n\n", name, testenv.Path(rel), sha)
+}
+
+// TestRefusedPluginsLeaveTheRest: a plugin with a wrong digest or an import the host
+// lacks is refused with the reason in the log; the others are served.
+func TestRefusedPluginsLeaveTheRest(t *testing.T) {
+	wrong := strings.Repeat("ab", 32)
+	cfg := writeConfig(t, fmt.Sprintf("[server]\ncache_dir = %q\n\n", testenv.CacheDir())+
+		pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", "")+
+		pluginTOML(t, "tampered", "plugins/textkit/textkit.wasm", wrong)+
+		pluginTOML(t, "missiles", "testdata/wasm/missing_import.wasm", ""))
+	cs, stderr := connectStdio(t, "--config", cfg)
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range list.Tools {
+		if !strings.HasPrefix(tool.Name, "textkit_") {
+			t.Errorf("tools/list offers %q from a refused plugin", tool.Name)
+		}
+	}
+	log := stderr.String()
+	real := testenv.Spec(t, "textkit", "plugins/textkit/textkit.wasm").SHA256
+	for _, want := range []string{
+		"has sha256 " + real + ", but config pins " + wrong,
+		"imports mcpwh.launch_missiles, which the host does not provide",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"unknown key", "[server]\nname = \"x\"\nlog_levle = \"debug\"\n", `:3: unknown key "server.log_levle"`},
+		{"syntax", "[server\n", "config.toml"},
+		{"bad plugin name", "[[plugins]]\nname = \"Bad_Name\"\npath = \"x.wasm\"\nsha256 = \"" + strings.Repeat("0", 64) + "\"\n", "Bad_Name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), []string{"--config", writeConfig(t, tt.body)}, io.NopCloser(strings.NewReader("")), nopWriteCloser{&stdout}, &stderr)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("run(%s) = %v, want error containing %q", tt.name, err, tt.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout = %q, want nothing on the protocol stream", stdout.String())
+			}
+		})
+	}
+	err := run(context.Background(), []string{"--config", "/nonexistent/config.toml"}, nil, nopWriteCloser{io.Discard}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/config.toml") {
+		t.Errorf("run(missing config) = %v, want the path named", err)
+	}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+func TestVersion(t *testing.T) {
+	out, err := exec.Command(binary, "version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "mcp-wasmhost ") || !strings.Contains(string(out), "guest ABI 1") {
+		t.Errorf("version = %q, %v", out, err)
+	}
+}
+
+// TestHTTP runs the binary with --http and calls a tool over Streamable HTTP.
+func TestHTTP(t *testing.T) {
+	cfg := writeConfig(t, fmt.Sprintf("[server]\ncache_dir = %q\n\n", testenv.CacheDir())+
+		pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
+	cmd := exec.Command(binary, "--config", cfg, "--http", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	urlRE := regexp.MustCompile(`url=(http://\S+/mcp)`)
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := urlRE.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	var url string
+	select {
+	case url = <-found:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not report its URL")
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if got := callText(t, cs, "textkit_ping", nil); got != "pong" {
+		t.Errorf("ping = %q", got)
+	}
+}
