@@ -196,8 +196,9 @@ func Parse(data []byte, name, dir string) (*Config, error) {
 		return nil, fmt.Errorf("%s: resolve directory: %w", name, err)
 	}
 
-	// Stage 1: syntax. The table and each plugin are decoded separately so that
-	// a type error in one plugin does not hide those in another.
+	// Stage 1: syntax. [server] and each plugin are kept raw here and decoded
+	// one by one below, so that a type error in one plugin does not hide those
+	// in another.
 	var raw struct {
 		Server  toml.Primitive   `toml:"server"`
 		Plugins []toml.Primitive `toml:"plugins"`
@@ -319,17 +320,19 @@ func unknownKeys(name string, md *toml.MetaData, lines []keyLine) []error {
 	for _, k := range md.Undecoded() {
 		undecoded[k.String()] = true
 	}
+	// Keys and lines are both in file order, so the n-th occurrence of a key
+	// in one is the n-th in the other.
+	lineQueue := make(map[string][]int)
+	for _, kl := range lines {
+		lineQueue[kl.key] = append(lineQueue[kl.key], kl.line)
+	}
 	reported := make(map[string]bool)
-	used := make([]bool, len(lines))
 	var errs []error
 	for _, k := range md.Keys() {
 		ks := k.String()
 		line := 0
-		for i, kl := range lines { // Keys is in file order, as are lines.
-			if !used[i] && kl.key == ks {
-				used[i], line = true, kl.line
-				break
-			}
+		if q := lineQueue[ks]; len(q) > 0 {
+			line, lineQueue[ks] = q[0], q[1:]
 		}
 		exact, suggestion := lookupKey(reflect.TypeFor[Config](), k)
 		if exact {

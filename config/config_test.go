@@ -647,3 +647,17 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// When a key's line cannot be found, the message still names the key.
+func TestUnknownKeysWithoutLine(t *testing.T) {
+	const doc = "[server]\nnmae = 1\n"
+	md, err := toml.Decode(doc, new(Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := errorLines(errors.Join(unknownKeys("config.toml", &md, nil)...))
+	want := []string{`config.toml: unknown key "server.nmae"`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("unknownKeys(%q) = %q, want %q", doc, got, want)
+	}
+}

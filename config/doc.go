@@ -4,8 +4,8 @@
 //
 // # The file
 //
-// A minimal config.toml names one plugin, its .wasm file and the file's
-// sha256; everything else has a safe default:
+// Here is every key. Only a plugin's name, path and sha256 are required;
+// every other key has a safe default, shown in its comment:
 //
 //	[server]
 //	name = "my-tools"          # serverInfo.name; default "mcp-wasmhost"
@@ -60,11 +60,11 @@
 //
 // Keys are case-sensitive and a key the server does not know is an error,
 // never ignored: a misspelt limit must not silently become the default.
-// Problems are found in three stages, and a stage reports only when the ones
-// before it passed: TOML syntax (one error, with its line), value types
-// (a string where a number belongs, reported per plugin) together with unknown
-// keys, then the rules on each value. The syntax error wraps a
-// [toml.ParseError], so errors.As can recover it for a detailed display.
+// TOML syntax errors are reported alone, with their line. Otherwise values of
+// the wrong type (a string where a number belongs) and unknown keys are
+// reported, and, if every value had the right type, every broken rule too.
+// A syntax error wraps a [toml.ParseError], so errors.As can recover it for a
+// detailed display.
 //
 // [toml.ParseError]: https://pkg.go.dev/github.com/BurntSushi/toml#ParseError
 package config
