@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 )
 
 // bridge carries one call's guest requests to the MCP session that made the call.
@@ -20,6 +21,9 @@ type bridge struct {
 	tool          *plugins.Tool
 	logger        *slog.Logger
 	progressToken any
+	task          *tasks.Handle // nil outside a task
+	owner         string        // the task's owner, with task
+	srv           *Server       // with task
 
 	mu           sync.Mutex
 	lastProgress float64
@@ -105,12 +109,44 @@ func (b *bridge) elicit(ctx context.Context, params []byte) ([]byte, error) {
 		}
 		ep.RequestedSchema = schema
 	}
-	res, err := b.session.Elicit(ctx, ep)
-	if err != nil {
-		return nil, err
+	var res *mcp.ElicitResult
+	if b.task == nil {
+		r, err := b.session.Elicit(ctx, ep)
+		if err != nil {
+			return nil, err
+		}
+		res = r
+	} else {
+		r, err := b.elicitInTask(ctx, ep)
+		if err != nil {
+			return nil, err
+		}
+		res = r
 	}
 	return json.Marshal(struct {
 		Action  string         `json:"action"`
 		Content map[string]any `json:"content,omitempty"`
 	}{res.Action, res.Content})
+}
+
+// elicitInTask asks for input on behalf of a task: the task moves to input_required
+// and the request goes to the client at once on the session (stdio, or the HTTP
+// standalone stream); a waiting tasks/result also carries it. The first answer wins.
+func (b *bridge) elicitInTask(ctx context.Context, ep *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	ep.Meta = mcp.Meta{relatedTaskKey: map[string]string{"taskId": b.task.ID()}}
+	params, err := json.Marshal(ep)
+	if err != nil {
+		return nil, err
+	}
+	reply, err := b.task.Ask(ctx, "elicitation/create", params, func(in *tasks.Input) {
+		go b.srv.deliverInput(ctx, b.session, b.owner, b.task.ID(), in)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.ElicitResult
+	if err := json.Unmarshal(reply, &res); err != nil {
+		return nil, fmt.Errorf("elicitation reply: %w", err)
+	}
+	return &res, nil
 }

@@ -8,12 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 )
 
 // ProtocolVersions are the MCP versions offered, newest first. 2026-07-28 is left out
@@ -23,16 +25,21 @@ var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-
 
 // Options configures a Server. The zero value is valid.
 type Options struct {
-	Name    string       // serverInfo.name; "" means "mcp-wasmhost"
-	Version string       // serverInfo.version; "" means "dev"
-	Logger  *slog.Logger // nil discards logs
+	Name    string        // serverInfo.name; "" means "mcp-wasmhost"
+	Version string        // serverInfo.version; "" means "dev"
+	Logger  *slog.Logger  // nil discards logs
+	Tasks   tasks.Options // the task manager's settings; its OnChange is the server's
 }
 
 // Server serves a catalog of plugin tools over MCP.
 type Server struct {
 	mcp     *mcp.Server
 	catalog *plugins.Catalog
+	tasks   *tasks.Manager
 	logger  *slog.Logger
+
+	mu      sync.Mutex
+	streams map[*liftConn]bool // open stream connections, for notifications
 }
 
 // New creates a server offering every tool in catalog.
@@ -46,7 +53,11 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{catalog: catalog, logger: opts.Logger}
+	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}}
+	topts := opts.Tasks
+	topts.Logger = opts.Logger
+	topts.OnChange = s.taskChanged
+	s.tasks = tasks.NewManager(topts)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		Logger:                    slog.New(minLevel{opts.Logger.Handler(), slog.LevelWarn}),
 		SupportedProtocolVersions: ProtocolVersions,
@@ -62,7 +73,16 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 		}
 		s.mcp.AddTool(mt, s.toolHandler(t))
 	}
+	s.mcp.AddReceivingMiddleware(s.middleware)
+	if err := s.registerTaskMethods(); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// Close cancels the tasks still running and waits for them.
+func (s *Server) Close(ctx context.Context) error {
+	return s.tasks.Close(ctx)
 }
 
 func mcpTool(t *plugins.Tool) (*mcp.Tool, error) {
@@ -82,12 +102,46 @@ func mcpTool(t *plugins.Tool) (*mcp.Tool, error) {
 // ServeStdio serves one client over a stdio pair (the process's stdin and stdout) until
 // it disconnects or ctx ends.
 func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	return s.mcp.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+	return s.mcp.Run(ctx, &liftTransport{inner: &mcp.IOTransport{Reader: in, Writer: out}, srv: s})
 }
 
-// Connect serves one client over t; it is how tests and embedders use other transports.
+// Connect serves one client over a stream transport t (such as in-memory), as stdio is
+// served: the client is the local user. It is how tests and embedders use other
+// transports.
 func (s *Server) Connect(ctx context.Context, t mcp.Transport) (*mcp.ServerSession, error) {
-	return s.mcp.Connect(ctx, t, nil)
+	return s.mcp.Connect(ctx, &liftTransport{inner: t, srv: s}, nil)
+}
+
+func (s *Server) addStream(c *liftConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.streams[c] = true
+}
+
+func (s *Server) removeStream(c *liftConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.streams, c)
+}
+
+// taskChanged sends notifications/tasks/status where the transport allows a server
+// notification outside a request: on stream transports, whose tasks the local user
+// owns. The go-sdk has no API for it on Streamable HTTP; the spec makes it optional.
+func (s *Server) taskChanged(t tasks.Task) {
+	if t.Owner != localOwner {
+		return
+	}
+	s.mu.Lock()
+	conns := make([]*liftConn, 0, len(s.streams))
+	for c := range s.streams {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		if err := c.notify(context.Background(), "notifications/tasks/status", toWire(t)); err != nil {
+			s.logger.Debug("task status notification not sent", "task", t.ID, "err", err)
+		}
+	}
 }
 
 // HTTPHandler serves Streamable HTTP at /mcp. Requests arriving on a loopback address
@@ -97,7 +151,7 @@ func (s *Server) HTTPHandler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 		&mcp.StreamableHTTPOptions{Logger: slog.New(minLevel{s.logger.Handler(), slog.LevelWarn})})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(h))
+	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(liftHTTP(h)))
 	return mux
 }
 
@@ -109,17 +163,22 @@ func (s *Server) toolHandler(t *plugins.Tool) mcp.ToolHandler {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
 		b := &bridge{session: req.Session, tool: t, logger: s.logger, progressToken: req.Params.GetProgressToken()}
-		out, err := t.Call(ctx, args, b)
-		if err != nil {
-			return s.failure(ctx, t, err)
-		}
-		var res mcp.CallToolResult
-		if err := json.Unmarshal(out, &res); err != nil {
-			return s.failure(ctx, t, &sandbox.GuestError{Kind: sandbox.KindOutput,
-				Message: fmt.Sprintf("tool %q returned a malformed result: %v", t.Name, err)})
-		}
-		return &res, nil
+		return s.runTool(ctx, t, args, b)
 	}
+}
+
+// runTool runs a tool whose arguments were checked, directly or as a task's work.
+func (s *Server) runTool(ctx context.Context, t *plugins.Tool, args json.RawMessage, b *bridge) (*mcp.CallToolResult, error) {
+	out, err := t.Call(ctx, args, b)
+	if err != nil {
+		return s.failure(ctx, t, err)
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		return s.failure(ctx, t, &sandbox.GuestError{Kind: sandbox.KindOutput,
+			Message: fmt.Sprintf("tool %q returned a malformed result: %v", t.Name, err)})
+	}
+	return &res, nil
 }
 
 // failure turns a guest failure into an isError result; anything else stays an error.

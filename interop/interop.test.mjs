@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -84,6 +84,27 @@ function readPins(toml) {
 // TOML basic strings accept JSON's escapes for the characters a path can hold.
 const q = (s) => JSON.stringify(s);
 
+/**
+ * Copies config.toml with every relative path and host made absolute (against the repo
+ * root, as the server resolves them against the config's folder), the writable /notes
+ * grant moved to notes, and cache_dir set to cache. Everything else is kept as it is.
+ */
+function rewriteConfig(toml, { notes, cache }) {
+  // Split into tables: each starts at a line such as [server] or [[plugins.dirs]].
+  const tables = toml.split(/^(?=\[)/m);
+  return tables
+    .map((table) => {
+      if (/^\[\[plugins\.dirs\]\]/.test(table) && /^guest\s*=\s*"\/notes"/m.test(table)) {
+        table = table.replace(/^host\s*=\s*"[^"]*"/m, `host = ${q(notes)}`);
+      }
+      table = table.replace(/^(path|host)(\s*=\s*)"([^"]+)"/gm, (all, key, eq, p) =>
+        isAbsolute(p) ? all : `${key}${eq}${q(join(repo, p))}`,
+      );
+      return table.replace(/^cache_dir\s*=\s*"[^"]*"/m, `cache_dir = ${q(cache)}`);
+    })
+    .join('');
+}
+
 let tmp; // everything the test writes lives under here
 let binary;
 let configPath;
@@ -94,46 +115,23 @@ before(async () => {
   binary = join(tmp, 'mcp-wasmhost');
   notesDir = join(tmp, 'notes');
   configPath = join(tmp, 'config.toml');
-  await run('go', ['build', '-o', binary, './cmd/mcp-wasmhost'], { cwd: repo });
-
-  const pins = readPins(await readFile(join(repo, 'config.toml'), 'utf8'));
-  assert.match(pins.toolbox ?? '', /^[0-9a-f]{64}$/, 'toolbox pin in config.toml');
-  assert.match(pins.textkit ?? '', /^[0-9a-f]{64}$/, 'textkit pin in config.toml');
   await mkdir(notesDir);
-  await writeFile(
-    configPath,
-    `# Written by interop/interop.test.mjs from ../config.toml.
-[server]
-name = "mcp-wasmhost"
-log_level = "info"
-cache_dir = ${q(join(tmp, 'cache'))}
+  const build = run('go', ['build', '-o', binary, './cmd/mcp-wasmhost'], { cwd: repo });
+  build.catch(() => {}); // awaited below, after the config checks
 
-[[plugins]]
-name = "toolbox"
-path = ${q(join(repo, 'plugins/toolbox/toolbox.wasm'))}
-sha256 = "${pins.toolbox}"
-memory_mib = 64
-timeout = "30s"
-env = { TZ = "UTC" }
-
-[[plugins.dirs]]
-host = ${q(join(repo, 'docs'))}
-guest = "/docs"
-writable = false
-
-[[plugins.dirs]]
-host = ${q(notesDir)}
-guest = "/notes"
-writable = true
-
-[[plugins]]
-name = "textkit"
-path = ${q(join(repo, 'plugins/textkit/textkit.wasm'))}
-sha256 = "${pins.textkit}"
-memory_mib = 16
-timeout = "5s"
-`,
-  );
+  const original = await readFile(join(repo, 'config.toml'), 'utf8');
+  const pins = readPins(original);
+  for (const [name, file] of [['toolbox', 'plugins/toolbox/toolbox.wasm'], ['textkit', 'plugins/textkit/textkit.wasm']]) {
+    assert.match(pins[name] ?? '', /^[0-9a-f]{64}$/, `the ${name} pin in config.toml`);
+    const actual = createHash('sha256').update(await readFile(join(repo, file))).digest('hex');
+    assert.equal(actual, pins[name], `${file} matches its pin in config.toml (rebuilt without \`make pins\`?)`);
+  }
+  const config = rewriteConfig(original, { notes: notesDir, cache: join(tmp, 'cache') });
+  assert.deepEqual(readPins(config), pins, 'the copy keeps the pins');
+  assert.ok(config.includes(`host = ${q(notesDir)}`), 'the /notes grant points into the temp dir');
+  assert.ok(!/^(path|host)\s*=\s*"(?!\/)/m.test(config), `every path is absolute:\n${config}`);
+  await writeFile(configPath, `# Written by interop/interop.test.mjs from ../config.toml.\n${config}`);
+  await build;
 });
 
 after(async () => {
@@ -241,6 +239,7 @@ for (const [kind, open] of Object.entries(transports)) {
     // What the elicitation handler answers next, and the requests it saw.
     let elicitAnswer;
     const elicitations = [];
+    const clientErrors = [];
 
     before(async () => {
       conn = await open();
@@ -248,6 +247,7 @@ for (const [kind, open] of Object.entries(transports)) {
         { name: 'mcp-wasmhost-interop', version: '0.0.0' },
         { capabilities: { elicitation: { form: {} } } },
       );
+      client.onerror = (err) => clientErrors.push(err);
       client.setRequestHandler(ElicitRequestSchema, async (req) => {
         elicitations.push(req.params);
         return elicitAnswer(req.params);
@@ -259,7 +259,8 @@ for (const [kind, open] of Object.entries(transports)) {
 
     after(async () => {
       try {
-        if (kind === 'streamable-http') await conn?.transport.terminateSession().catch(() => {});
+        // Streamable HTTP: end the session with DELETE /mcp (the server answers 204).
+        if (kind === 'streamable-http' && conn) await conn.transport.terminateSession();
         await client?.close();
         await conn?.stop();
       } finally {
@@ -427,15 +428,25 @@ for (const [kind, open] of Object.entries(transports)) {
       assert.ok(text(res).length > 0, 'an error message');
     });
 
-    test('an unknown tool is an error', async () => {
-      let res;
-      try {
-        res = await client.callTool({ name: 'no_such_tool', arguments: {} });
-      } catch (err) {
-        assert.ok(err instanceof McpError, String(err));
-        return;
-      }
-      assert.equal(res.isError, true);
+    test('accepted elicitation without confirm writes nothing', async () => {
+      const name = `unconfirmed-${kind}.txt`;
+      elicitations.length = 0;
+      elicitAnswer = () => ({ action: 'accept', content: { confirm: false } });
+      const res = await client.callTool({ name: 'toolbox_write_note', arguments: { name, text: 'nope' } });
+      assert.ok(!res.isError, text(res));
+      assert.equal(elicitations.length, 1);
+      assert.match(text(res), /Not written/);
+      assert.equal(existsSync(join(notesDir, name)), false);
+    });
+
+    test('an unknown tool rejects with McpError -32602', async () => {
+      await expectInvalidParams(client.callTool({ name: 'no_such_tool', arguments: {} }));
+    });
+
+    test('no client-side errors and no server ERROR log lines', () => {
+      assert.deepEqual(clientErrors.map(String), []);
+      const errors = conn.log().split('\n').filter((l) => /\blevel=ERROR\b/.test(l));
+      assert.deepEqual(errors, [], conn.log());
     });
   });
 }

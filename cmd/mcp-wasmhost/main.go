@@ -96,6 +96,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	if err != nil {
 		return err
 	}
+	defer srv.Close(context.WithoutCancel(ctx))
 	if *httpAddr != "" {
 		return serveHTTP(ctx, srv, *httpAddr, logger)
 	}

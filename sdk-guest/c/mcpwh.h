@@ -1323,8 +1323,9 @@ MCPWH_API int32_t mcpwh_write_output(const void *data, size_t len)
 
 /**
  * Logs msg[0..len) at `level` (MCPWH_LOG_*). Invalid UTF-8 is replaced with
- * U+FFFD first (the host refuses it). The host truncates lines over 8 KiB and
- * answers MCPWH_LIMIT after 1,000 lines in one call.
+ * U+FFFD first (ABI.md lets the host refuse it as MCPWH_INVALID). The host
+ * truncates lines over 8 KiB and answers MCPWH_LIMIT after 1,000 lines in one
+ * call.
  */
 MCPWH_API int32_t mcpwh_log(int level, const char *msg, size_t len)
 {
@@ -1360,7 +1361,9 @@ MCPWH_API MCPWH_PRINTF(2, 3) int32_t mcpwh_logf(int level, const char *fmt, ...)
 
 /**
  * Reports progress (e.g. 3 of 10). total <= 0 means the total is unknown.
- * msg may be NULL; it must be valid UTF-8 of at most 1 KiB (else
+ * Both numbers must be finite (the host answers MCPWH_INVALID for NaN or an
+ * infinity); MCP clients expect progress to increase from one report to the
+ * next. msg may be NULL; it must be valid UTF-8 of at most 1 KiB (else
  * MCPWH_INVALID / MCPWH_TOO_LARGE).
  */
 MCPWH_API int32_t mcpwh_progress(double progress, double total, const char *msg)
@@ -1621,7 +1624,7 @@ MCPWH_API int32_t mcpwh_write_result(const mcpwh_buf *b)
     int32_t r;
     char msg[200];
     if (b->failed || b->data == NULL) {
-        mcpwh_log(MCPWH_LOG_WARNING, "mcpwh: out of memory while building the result", 47);
+        mcpwh_logf(MCPWH_LOG_WARNING, "mcpwh: out of memory while building the result");
         return mcpwh__write_error_literal("The tool ran out of memory while building its result.");
     }
     r = mcpwh_write_output(b->data, b->len);
@@ -1646,7 +1649,7 @@ MCPWH_API int32_t mcpwh_result_text(const char *text, size_t text_len,
     int32_t r = mcpwh_buf_tool_result(&b, text, text_len, structured, structured_len, is_error);
     if (r == MCPWH_INVALID) {
         mcpwh_buf_free(&b);
-        mcpwh_log(MCPWH_LOG_ERROR, "mcpwh: structuredContent is not a JSON object", 45);
+        mcpwh_logf(MCPWH_LOG_ERROR, "mcpwh: structuredContent is not a JSON object");
         return mcpwh__write_error_literal("The tool produced invalid structured content.");
     }
     r = mcpwh_write_result(&b);

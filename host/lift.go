@@ -1,0 +1,146 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// taskMetaKey is where the transport layer moves a tools/call's params.task, which the
+// go-sdk would otherwise drop while decoding. A client-supplied value under this key
+// is deleted first, so it can only ever hold what the client sent as params.task.
+const taskMetaKey = "io.github.mcp-wasmhost/task"
+
+// liftTask rewrites tools/call params: params.task moves into params._meta[taskMetaKey].
+// Params that are not a JSON object are returned unchanged, for the SDK to refuse.
+func liftTask(params json.RawMessage) json.RawMessage {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(params, &p); err != nil || p == nil {
+		return params
+	}
+	var meta map[string]json.RawMessage
+	if raw, ok := p["_meta"]; ok {
+		if err := json.Unmarshal(raw, &meta); err != nil || meta == nil {
+			return params
+		}
+	}
+	_, spoofed := meta[taskMetaKey]
+	task, isTask := p["task"]
+	if !spoofed && !isTask {
+		return params
+	}
+	delete(meta, taskMetaKey)
+	delete(p, "task")
+	if isTask && !bytes.Equal(bytes.TrimSpace(task), []byte("null")) {
+		if meta == nil {
+			meta = map[string]json.RawMessage{}
+		}
+		meta[taskMetaKey] = task
+	}
+	if meta != nil {
+		b, err := json.Marshal(meta)
+		if err != nil {
+			return params
+		}
+		p["_meta"] = b
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return params
+	}
+	return b
+}
+
+// liftTransport wraps a stream transport (stdio, in-memory): it lifts params.task on
+// the way in, and lets the server write notifications the SDK has no API for.
+type liftTransport struct {
+	inner mcp.Transport
+	srv   *Server
+}
+
+func (t *liftTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lc := &liftConn{Connection: c, srv: t.srv}
+	t.srv.addStream(lc)
+	return lc, nil
+}
+
+type liftConn struct {
+	mcp.Connection
+	srv  *Server
+	once sync.Once
+}
+
+func (c *liftConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" {
+		req.Params = liftTask(req.Params)
+	}
+	return msg, err
+}
+
+func (c *liftConn) Close() error {
+	c.once.Do(func() { c.srv.removeStream(c) })
+	return c.Connection.Close()
+}
+
+// notify writes a server notification on the stream.
+func (c *liftConn) notify(ctx context.Context, method string, params any) error {
+	b, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	return c.Connection.Write(ctx, &jsonrpc.Request{Method: method, Params: b})
+}
+
+// maxLiftBody bounds the POST bodies inspected for params.task; larger ones pass
+// through untouched to the SDK, which refuses them by its own limit (4 MiB).
+const maxLiftBody = 4 << 20
+
+// liftHTTP lifts params.task from Streamable HTTP POST bodies.
+func liftHTTP(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxLiftBody+1))
+		if err != nil {
+			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if len(body) <= maxLiftBody {
+			body = liftBody(body)
+		}
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+		r.ContentLength = -1
+		next.ServeHTTP(w, r)
+	})
+}
+
+// liftBody lifts params.task in a single JSON-RPC tools/call message.
+func liftBody(body []byte) []byte {
+	var msg map[string]json.RawMessage
+	if err := json.Unmarshal(body, &msg); err != nil {
+		return body
+	}
+	var method string
+	if json.Unmarshal(msg["method"], &method) != nil || method != "tools/call" || msg["params"] == nil {
+		return body
+	}
+	msg["params"] = liftTask(msg["params"])
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return body
+	}
+	return b
+}

@@ -1,0 +1,141 @@
+package tasks
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Store keeps tasks. The Manager is its only writer and serializes updates to one
+// task, so a Store needs only to be safe for concurrent use; a durable Store persists
+// each Put before returning.
+type Store interface {
+	// Put creates or replaces a task.
+	Put(ctx context.Context, t Task) error
+	// Get returns a task or ErrNotFound.
+	Get(ctx context.Context, id string) (Task, error)
+	// List returns up to limit tasks of owner, ordered by (CreatedAt, ID), starting
+	// after the task with ID after ("" starts at the beginning).
+	List(ctx context.Context, owner, after string, limit int) ([]Task, error)
+	// Delete removes a task; removing a missing task is not an error.
+	Delete(ctx context.Context, id string) error
+	// Expired returns the IDs of terminal tasks whose retention ended before now.
+	Expired(ctx context.Context, now time.Time) ([]string, error)
+}
+
+// MemoryStore is a Store in memory: fast, and gone when the process ends.
+type MemoryStore struct {
+	mu      sync.Mutex
+	tasks   map[string]Task
+	byOwner map[string][]string // IDs in (CreatedAt, ID) order
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{tasks: map[string]Task{}, byOwner: map[string][]string{}}
+}
+
+func (s *MemoryStore) Put(_ context.Context, t Task) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, exists := s.tasks[t.ID]; !exists {
+		ids := s.byOwner[t.Owner]
+		i, _ := slices.BinarySearchFunc(ids, t, func(id string, t Task) int { return compare(s.tasks[id], t) })
+		s.byOwner[t.Owner] = slices.Insert(ids, i, t.ID)
+	}
+	s.tasks[t.ID] = t
+	return nil
+}
+
+func (s *MemoryStore) Get(_ context.Context, id string) (Task, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[id]
+	if !ok {
+		return Task{}, ErrNotFound
+	}
+	return t, nil
+}
+
+func (s *MemoryStore) List(_ context.Context, owner, after string, limit int) ([]Task, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.byOwner[owner]
+	start := 0
+	if after != "" {
+		t, ok := s.tasks[after]
+		if !ok || t.Owner != owner {
+			return nil, ErrBadCursor
+		}
+		i, _ := slices.BinarySearchFunc(ids, t, func(id string, t Task) int { return compare(s.tasks[id], t) })
+		start = i + 1
+	}
+	var out []Task
+	for _, id := range ids[start:] {
+		if len(out) == limit {
+			break
+		}
+		out = append(out, s.tasks[id])
+	}
+	return out, nil
+}
+
+func (s *MemoryStore) Delete(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[id]
+	if !ok {
+		return nil
+	}
+	delete(s.tasks, id)
+	s.byOwner[t.Owner] = slices.DeleteFunc(s.byOwner[t.Owner], func(x string) bool { return x == id })
+	if len(s.byOwner[t.Owner]) == 0 {
+		delete(s.byOwner, t.Owner)
+	}
+	return nil
+}
+
+func (s *MemoryStore) Expired(_ context.Context, now time.Time) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for id, t := range s.tasks {
+		if expired(t, now) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// ResultGrace is how long a task that finished after its TTL had run out is still
+// kept, so that a client polling it can fetch its result.
+const ResultGrace = time.Minute
+
+// expired reports whether a task's retention has ended. A task that is not terminal
+// never expires, whatever its TTL.
+func expired(t Task, now time.Time) bool {
+	if !t.Status.Terminal() {
+		return false
+	}
+	until := t.CreatedAt.Add(t.TTL)
+	if t.FinishedAt.After(until) {
+		until = t.FinishedAt.Add(ResultGrace)
+	}
+	return now.After(until)
+}
+
+func compare(a, b Task) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	switch {
+	case a.ID < b.ID:
+		return -1
+	case a.ID > b.ID:
+		return 1
+	}
+	return 0
+}
