@@ -50,6 +50,10 @@ func init() {
 		Description: "Counts from 1 to `to`, waiting delay_ms between steps and reporting progress at each: a stand-in for a long job.",
 	}, slowCount)
 	guest.Add(guest.Tool{
+		Name: "timer", Title: "Timer", TaskSupport: guest.TaskRequired, Annotations: readOnly,
+		Description: "Waits the given number of seconds, reporting progress every second, then returns the label: a long job that clients must run as a task.",
+	}, timer)
+	guest.Add(guest.Tool{
 		Name: "list_files", Title: "List files", Annotations: readOnly,
 		Description: "Lists the files under a directory of the read-only documents folder the operator granted (" + docsDir + ").",
 	}, listFiles)
@@ -183,6 +187,25 @@ func slowCount(c *guest.Call, in slowCountArgs) (*guest.Result, error) {
 		"counted":    in.To,
 		"elapsed_ms": time.Since(start).Milliseconds(),
 	})
+}
+
+type timerArgs struct {
+	Seconds int    `json:"seconds" jsonschema:"how long to wait, 0-3600"`
+	Label   string `json:"label,omitempty" jsonschema:"returned when the time is up (default: done)"`
+}
+
+func timer(c *guest.Call, in timerArgs) (*guest.Result, error) {
+	if in.Seconds < 0 || in.Seconds > 3600 {
+		return guest.Errorf("seconds must be between 0 and 3600, got %d", in.Seconds), nil
+	}
+	if in.Label == "" {
+		in.Label = "done"
+	}
+	for i := 1; i <= in.Seconds; i++ {
+		time.Sleep(time.Second)
+		c.Progress(float64(i), float64(in.Seconds), fmt.Sprintf("%d of %d seconds", i, in.Seconds))
+	}
+	return guest.Text(in.Label), nil
 }
 
 type listFilesArgs struct {
