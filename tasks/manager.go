@@ -53,6 +53,7 @@ type Manager struct {
 // live is the in-process state of an unfinished task.
 type live struct {
 	cancel  context.CancelFunc
+	done    chan struct{} // closed when the work has returned
 	changed chan struct{} // closed and replaced at every change
 	inputs  []*Input      // pending input requests, in the order they were asked
 	nextKey int
@@ -121,7 +122,7 @@ func (m *Manager) Start(ctx context.Context, owner string, ttl time.Duration, f 
 	}
 	// The task's context outlives the request: only Cancel and Close end it.
 	taskCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	l := &live{cancel: cancel, changed: make(chan struct{})}
+	l := &live{cancel: cancel, changed: make(chan struct{}), done: make(chan struct{})}
 	m.live[t.ID] = l
 	m.unfin[owner]++
 	m.wg.Add(1)
@@ -135,8 +136,9 @@ func (m *Manager) Start(ctx context.Context, owner string, ttl time.Duration, f 
 	}
 	go func() {
 		defer m.wg.Done()
+		defer close(l.done)
 		defer cancel()
-		result, failed, rpcErr := f(taskCtx, &Handle{m: m, id: t.ID, ctx: taskCtx})
+		result, failed, rpcErr := f(taskCtx, &Handle{m: m, id: t.ID})
 		m.finish(t.ID, result, failed, rpcErr)
 	}()
 	return t, nil
@@ -298,8 +300,12 @@ func (m *Manager) List(ctx context.Context, owner, cursor string) ([]Task, strin
 	return page, next, nil
 }
 
-// Cancel moves owner's unfinished task id to cancelled, then stops its work. A
-// terminal task is ErrTerminal.
+// cancelWait bounds how long Cancel waits for a task's work to return.
+const cancelWait = 5 * time.Second
+
+// Cancel moves owner's unfinished task id to cancelled, stops its work and waits (up
+// to a few seconds, or until ctx ends) for the work to return, so that what it held
+// is released when Cancel returns. A terminal task is ErrTerminal.
 func (m *Manager) Cancel(ctx context.Context, owner, id string) (Task, error) {
 	if _, err := m.Get(ctx, owner, id); err != nil {
 		return Task{}, err
@@ -317,10 +323,16 @@ func (m *Manager) Cancel(ctx context.Context, owner, id string) (Task, error) {
 	m.mu.Lock()
 	l := m.live[id]
 	m.mu.Unlock()
+	m.changed(t)
 	if l != nil {
 		l.cancel()
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+		case <-time.After(cancelWait):
+			m.opts.Logger.Warn("cancelled task's work has not returned yet", "task", id, "waited", cancelWait)
+		}
 	}
-	m.changed(t)
 	return t, nil
 }
 
@@ -418,14 +430,16 @@ func (m *Manager) Answer(owner, id, key string, r Reply) bool {
 		in.reply <- r
 		answered = true
 	})
+	if answered {
+		(&Handle{m: m, id: id}).removeInput(in)
+	}
 	return answered
 }
 
 // Handle is a running task's view of itself.
 type Handle struct {
-	m   *Manager
-	id  string
-	ctx context.Context
+	m  *Manager
+	id string
 }
 
 // ID returns the task's ID.
@@ -461,24 +475,29 @@ func (h *Handle) Ask(ctx context.Context, method string, params json.RawMessage,
 	}
 }
 
+// removeInput drops a pending input (answered, or given up) and, when none is left,
+// returns the task to working. It is idempotent.
 func (h *Handle) removeInput(in *Input) {
 	m := h.m
 	m.mu.Lock()
 	l := m.live[h.id]
-	left := 0
+	removed, left := false, 0
 	if l != nil {
 		for i, x := range l.inputs {
 			if x == in {
 				l.inputs = append(l.inputs[:i], l.inputs[i+1:]...)
+				removed = true
 				break
 			}
 		}
 		left = len(l.inputs)
 	}
 	m.mu.Unlock()
-	if l != nil && left == 0 && h.ctx.Err() == nil {
+	switch {
+	case !removed:
+	case left == 0:
 		h.setStatus(Working, "")
-	} else if l != nil {
+	default:
 		h.notify()
 	}
 }

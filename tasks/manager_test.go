@@ -1,0 +1,367 @@
+package tasks_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
+)
+
+func newManager(t *testing.T, opts tasks.Options) *tasks.Manager {
+	t.Helper()
+	m := tasks.NewManager(opts)
+	t.Cleanup(func() { m.Close(context.Background()) })
+	return m
+}
+
+func result(s string) tasks.Func {
+	return func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+		return json.RawMessage(s), "", nil
+	}
+}
+
+// block runs until its task is cancelled, then returns a result that must be ignored.
+func block(ctx context.Context, _ *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+	<-ctx.Done()
+	return json.RawMessage(`{"late":true}`), "", nil
+}
+
+func TestTransitions(t *testing.T) {
+	all := []tasks.Status{tasks.Working, tasks.InputRequired, tasks.Completed, tasks.Failed, tasks.Cancelled}
+	legal := map[[2]tasks.Status]bool{
+		{tasks.Working, tasks.InputRequired}: true, {tasks.Working, tasks.Completed}: true,
+		{tasks.Working, tasks.Failed}: true, {tasks.Working, tasks.Cancelled}: true,
+		{tasks.InputRequired, tasks.Working}: true, {tasks.InputRequired, tasks.Completed}: true,
+		{tasks.InputRequired, tasks.Failed}: true, {tasks.InputRequired, tasks.Cancelled}: true,
+	}
+	for _, from := range all {
+		for _, to := range all {
+			if got := from.CanMove(to); got != legal[[2]tasks.Status{from, to}] {
+				t.Errorf("%s.CanMove(%s) = %v, want %v", from, to, got, !got)
+			}
+		}
+	}
+}
+
+func TestOutcomes(t *testing.T) {
+	tests := []struct {
+		name    string
+		f       tasks.Func
+		status  tasks.Status
+		message string
+	}{
+		{"completed", result(`{"ok":1}`), tasks.Completed, ""},
+		{"failed by result", func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+			return json.RawMessage(`{"isError":true}`), "tool said no", nil
+		}, tasks.Failed, "tool said no"},
+		{"failed by error", func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+			return nil, "", &tasks.Error{Code: -32603, Message: "boom"}
+		}, tasks.Failed, "boom"},
+	}
+	m := newManager(t, tasks.Options{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			created, err := m.Start(context.Background(), "me", 0, tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := m.Wait(context.Background(), "me", created.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != tt.status || got.StatusMessage != tt.message {
+				t.Errorf("Wait() = %s %q, want %s %q", got.Status, got.StatusMessage, tt.status, tt.message)
+			}
+			if got.FinishedAt.IsZero() || got.LastUpdatedAt.Before(got.CreatedAt) {
+				t.Errorf("timestamps: created %v updated %v finished %v", got.CreatedAt, got.LastUpdatedAt, got.FinishedAt)
+			}
+		})
+	}
+}
+
+func TestTaskOutlivesRequest(t *testing.T) {
+	m := newManager(t, tasks.Options{})
+	reqCtx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	created, err := m.Start(reqCtx, "me", 0, func(ctx context.Context, _ *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+		close(started)
+		time.Sleep(20 * time.Millisecond)
+		if ctx.Err() != nil {
+			return nil, "", &tasks.Error{Code: -1, Message: "the request's end cancelled the task"}
+		}
+		return json.RawMessage(`{}`), "", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	cancel() // the request that created the task is answered and gone
+	got, _ := m.Wait(context.Background(), "me", created.ID)
+	if got.Status != tasks.Completed {
+		t.Errorf("status = %s (%s), want completed", got.Status, got.StatusMessage)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	m := newManager(t, tasks.Options{})
+	created, _ := m.Start(context.Background(), "me", 0, block)
+	got, err := m.Cancel(context.Background(), "me", created.ID)
+	if err != nil || got.Status != tasks.Cancelled {
+		t.Fatalf("Cancel() = %v, %v", got.Status, err)
+	}
+	// The work returned a result after the cancel: the task stays cancelled.
+	got, _ = m.Wait(context.Background(), "me", created.ID)
+	if got.Status != tasks.Cancelled || got.Result != nil {
+		t.Errorf("after the work returned: %s %s, want cancelled without result", got.Status, got.Result)
+	}
+	if _, err := m.Cancel(context.Background(), "me", created.ID); !errors.Is(err, tasks.ErrTerminal) {
+		t.Errorf("Cancel(cancelled) = %v, want ErrTerminal", err)
+	}
+}
+
+func TestOwnersAreIsolated(t *testing.T) {
+	m := newManager(t, tasks.Options{})
+	created, _ := m.Start(context.Background(), "alice", 0, block)
+	ctx := context.Background()
+	if _, err := m.Get(ctx, "bob", created.ID); !errors.Is(err, tasks.ErrNotFound) {
+		t.Errorf("Get(bob) = %v, want ErrNotFound", err)
+	}
+	if _, err := m.Cancel(ctx, "bob", created.ID); !errors.Is(err, tasks.ErrNotFound) {
+		t.Errorf("Cancel(bob) = %v, want ErrNotFound", err)
+	}
+	if _, err := m.Wait(ctx, "bob", created.ID); !errors.Is(err, tasks.ErrNotFound) {
+		t.Errorf("Wait(bob) = %v, want ErrNotFound", err)
+	}
+	if page, _, _ := m.List(ctx, "bob", ""); len(page) != 0 {
+		t.Errorf("List(bob) = %d tasks, want none", len(page))
+	}
+	if got, _ := m.Get(ctx, "alice", created.ID); got.Status != tasks.Working {
+		t.Errorf("alice's task = %s, want it untouched", got.Status)
+	}
+	// A cursor from alice's listing means nothing to bob.
+	for range 60 {
+		m.Start(ctx, "alice", 0, result(`{}`))
+	}
+	_, next, _ := m.List(ctx, "alice", "")
+	if _, _, err := m.List(ctx, "bob", next); !errors.Is(err, tasks.ErrBadCursor) {
+		t.Errorf("List(bob, alice's cursor) = %v, want ErrBadCursor", err)
+	}
+}
+
+func TestTTL(t *testing.T) {
+	m := newManager(t, tasks.Options{DefaultTTL: time.Minute, MaxTTL: time.Hour})
+	tests := []struct {
+		ask, want time.Duration
+	}{
+		{0, time.Minute},
+		{5 * time.Second, 5 * time.Second},
+		{48 * time.Hour, time.Hour},
+	}
+	for _, tt := range tests {
+		created, _ := m.Start(context.Background(), "me", tt.ask, result(`{}`))
+		if created.TTL != tt.want {
+			t.Errorf("Start(ttl %v).TTL = %v, want %v", tt.ask, created.TTL, tt.want)
+		}
+	}
+}
+
+func TestExpiryNeverDropsUnfinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := tasks.NewManager(tasks.Options{SweepEvery: time.Second})
+		defer m.Close(context.Background())
+		ctx := context.Background()
+		release := make(chan struct{})
+		done, _ := m.Start(ctx, "me", 2*time.Second, result(`{"n":1}`))
+		slow, _ := m.Start(ctx, "me", 2*time.Second, func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+			<-release
+			return json.RawMessage(`{"n":2}`), "", nil
+		})
+		waited := make(chan tasks.Task)
+		go func() {
+			t, _ := m.Wait(ctx, "me", slow.ID)
+			waited <- t
+		}()
+		time.Sleep(10 * time.Second) // both TTLs are long gone; several sweeps ran
+		synctest.Wait()
+		if _, err := m.Get(ctx, "me", done.ID); !errors.Is(err, tasks.ErrNotFound) {
+			t.Errorf("finished task after its TTL: %v, want purged", err)
+		}
+		if got, err := m.Get(ctx, "me", slow.ID); err != nil || got.Status != tasks.Working {
+			t.Fatalf("unfinished task after its TTL = %v, %v, want still working", got.Status, err)
+		}
+		close(release)
+		if got := <-waited; got.Status != tasks.Completed || string(got.Result) != `{"n":2}` {
+			t.Errorf("waiter got %s %s, want the real result", got.Status, got.Result)
+		}
+		// Finished after its TTL: kept for ResultGrace, then purged.
+		time.Sleep(tasks.ResultGrace / 2)
+		if _, err := m.Get(ctx, "me", slow.ID); err != nil {
+			t.Errorf("within the grace: %v", err)
+		}
+		time.Sleep(tasks.ResultGrace)
+		if _, err := m.Get(ctx, "me", slow.ID); !errors.Is(err, tasks.ErrNotFound) {
+			t.Errorf("after the grace: %v, want purged", err)
+		}
+	})
+}
+
+func TestPagination(t *testing.T) {
+	m := newManager(t, tasks.Options{MaxPerOwner: 1000})
+	ctx := context.Background()
+	want := map[string]bool{}
+	for range 250 {
+		created, err := m.Start(ctx, "me", 0, result(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[created.ID] = true
+	}
+	seen := map[string]bool{}
+	cursor, pages := "", 0
+	for {
+		page, next, err := m.List(ctx, "me", cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, task := range page {
+			if seen[task.ID] {
+				t.Errorf("task %s listed twice", task.ID)
+			}
+			seen[task.ID] = true
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if pages != 5 || len(seen) != 250 {
+		t.Errorf("listed %d tasks in %d pages, want 250 in 5", len(seen), pages)
+	}
+	if _, _, err := m.List(ctx, "me", "!!not-a-cursor"); !errors.Is(err, tasks.ErrBadCursor) {
+		t.Errorf("List(bad cursor) = %v, want ErrBadCursor", err)
+	}
+}
+
+func TestPerOwnerLimit(t *testing.T) {
+	m := newManager(t, tasks.Options{MaxPerOwner: 3})
+	ctx := context.Background()
+	var ids []string
+	for range 3 {
+		created, err := m.Start(ctx, "me", 0, block)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, created.ID)
+	}
+	if _, err := m.Start(ctx, "me", 0, block); !errors.Is(err, tasks.ErrTooMany) {
+		t.Fatalf("4th Start = %v, want ErrTooMany", err)
+	}
+	if _, err := m.Start(ctx, "other", 0, block); err != nil {
+		t.Errorf("another owner's Start = %v, want nil", err)
+	}
+	m.Cancel(ctx, "me", ids[0])
+	m.Wait(ctx, "me", ids[0])
+	if _, err := m.Start(ctx, "me", 0, block); err != nil {
+		t.Errorf("Start after a cancel = %v, want room again", err)
+	}
+}
+
+func TestIDs(t *testing.T) {
+	m := newManager(t, tasks.Options{MaxPerOwner: 2000})
+	seen := map[string]bool{}
+	for range 1000 {
+		created, _ := m.Start(context.Background(), "me", 0, result(`{}`))
+		raw, err := base64.RawURLEncoding.DecodeString(created.ID)
+		if err != nil || len(raw)*8 < 128 {
+			t.Fatalf("ID %q: %d bits, %v", created.ID, len(raw)*8, err)
+		}
+		if seen[created.ID] {
+			t.Fatalf("ID %q issued twice", created.ID)
+		}
+		seen[created.ID] = true
+	}
+}
+
+func TestInputRequests(t *testing.T) {
+	m := newManager(t, tasks.Options{})
+	ctx := context.Background()
+	asked := make(chan *tasks.Input, 2)
+	created, _ := m.Start(ctx, "me", 0, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+		var wg sync.WaitGroup
+		answers := make([]string, 2)
+		for i := range 2 {
+			wg.Go(func() {
+				r, err := h.Ask(ctx, "elicitation/create", json.RawMessage(`{}`), func(in *tasks.Input) { asked <- in })
+				if err == nil {
+					answers[i] = string(r)
+				}
+			})
+		}
+		wg.Wait()
+		b, _ := json.Marshal(answers)
+		return b, "", nil
+	})
+	first, second := <-asked, <-asked
+	if first.Key == second.Key {
+		t.Fatalf("two pending inputs share the key %q", first.Key)
+	}
+	if got, _ := m.Get(ctx, "me", created.ID); got.Status != tasks.InputRequired {
+		t.Fatalf("status with inputs pending = %s, want input_required", got.Status)
+	}
+	if !m.Answer("me", created.ID, first.Key, tasks.Reply{Result: json.RawMessage(`"a"`)}) {
+		t.Fatal("Answer(first) = false")
+	}
+	if m.Answer("me", created.ID, first.Key, tasks.Reply{Result: json.RawMessage(`"dup"`)}) {
+		t.Error("a second answer to the same input was accepted")
+	}
+	if m.Answer("me", created.ID, "input-99", tasks.Reply{}) || m.Answer("bob", created.ID, second.Key, tasks.Reply{}) {
+		t.Error("an unknown key or another owner's answer was accepted")
+	}
+	// One input still pending: still input_required.
+	_, pending, _, _ := m.Watch(ctx, "me", created.ID)
+	if got, _ := m.Get(ctx, "me", created.ID); got.Status != tasks.InputRequired || len(pending) != 1 {
+		t.Fatalf("with one of two answered: %s, %d pending; want input_required, 1", got.Status, len(pending))
+	}
+	m.Answer("me", created.ID, second.Key, tasks.Reply{Result: json.RawMessage(`"b"`)})
+	got, _ := m.Wait(ctx, "me", created.ID)
+	if got.Status != tasks.Completed || string(got.Result) != `["\"a\"","\"b\""]` {
+		t.Errorf("result = %s %s", got.Status, got.Result)
+	}
+}
+
+func TestCancelReleasesAsk(t *testing.T) {
+	m := newManager(t, tasks.Options{})
+	ctx := context.Background()
+	asked := make(chan struct{})
+	created, _ := m.Start(ctx, "me", 0, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+		_, err := h.Ask(ctx, "elicitation/create", nil, func(*tasks.Input) { close(asked) })
+		return nil, "", &tasks.Error{Code: -1, Message: err.Error()}
+	})
+	<-asked
+	m.Cancel(ctx, "me", created.ID)
+	if got, _ := m.Wait(ctx, "me", created.ID); got.Status != tasks.Cancelled {
+		t.Errorf("status = %s, want cancelled", got.Status)
+	}
+}
+
+func TestCloseStopsWork(t *testing.T) {
+	m := tasks.NewManager(tasks.Options{})
+	created, _ := m.Start(context.Background(), "me", 0, block)
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := m.Get(context.Background(), "me", created.ID)
+	if !got.Status.Terminal() {
+		t.Errorf("after Close: %s, want terminal", got.Status)
+	}
+	if _, err := m.Start(context.Background(), "me", 0, block); !errors.Is(err, tasks.ErrClosed) {
+		t.Errorf("Start after Close = %v, want ErrClosed", err)
+	}
+}
