@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -305,6 +306,7 @@ func TestInputRequests(t *testing.T) {
 			})
 		}
 		wg.Wait()
+		slices.Sort(answers) // the goroutines ask in any order
 		b, _ := json.Marshal(answers)
 		return b, "", nil
 	})
