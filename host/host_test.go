@@ -24,6 +24,7 @@ import (
 
 // fixture is a server over real plugins, served over Streamable HTTP.
 type fixture struct {
+	srv     *host.Server
 	url     string
 	catalog *plugins.Catalog
 	docs    string
@@ -31,6 +32,11 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	return newFixtureWith(t, host.Options{})
+}
+
+func newFixtureWith(t *testing.T, opts host.Options) *fixture {
 	t.Helper()
 	e := testenv.Engine(t)
 	f := &fixture{docs: t.TempDir(), notes: t.TempDir()}
@@ -56,14 +62,31 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f.catalog = c
-	srv, err := host.New(c, host.Options{})
+	srv, err := host.New(c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	f.srv = srv
 	hs := httptest.NewServer(srv.HTTPHandler())
 	t.Cleanup(hs.Close)
 	f.url = hs.URL + "/mcp"
 	return f
+}
+
+// stream returns the client end of a new in-memory connection, served as stdio is.
+func (f *fixture) stream(t *testing.T) mcp.Transport {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := f.srv.Connect(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	return ct
+}
+
+// httpTransport returns a Streamable HTTP client transport to the fixture.
+func (f *fixture) httpTransport() mcp.Transport {
+	return &mcp.StreamableClientTransport{Endpoint: f.url}
 }
 
 func (f *fixture) connect(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {

@@ -247,12 +247,16 @@ func (s *Server) deliverInput(ctx context.Context, ss *mcp.ServerSession, own, t
 	case err == nil:
 		b, merr := json.Marshal(res)
 		s.tasks.Answer(own, taskID, in.Key, tasks.Reply{Result: b, Err: merr})
-	case errors.As(err, &wire) || own == localOwner:
-		s.tasks.Answer(own, taskID, in.Key, tasks.Reply{Err: err})
-	default:
+	case own != localOwner && (!errors.As(err, &wire) || wire.Code == codeRejectedByTransport):
 		s.logger.Debug("input request not delivered; waiting for tasks/result", "task", taskID, "key", in.Key, "err", err)
+	default:
+		s.tasks.Answer(own, taskID, in.Key, tasks.Reply{Err: err})
 	}
 }
+
+// codeRejectedByTransport is the go-sdk's code for a message its Streamable HTTP
+// transport could not deliver (no stream open for it); the request stays pending.
+const codeRejectedByTransport = -32005
 
 // taskParams is what a client sent as params.task.
 type taskParams struct {

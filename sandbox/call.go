@@ -119,7 +119,7 @@ func (m *Module) run(ctx context.Context, export string, input []byte, h Host, m
 	if err != nil {
 		return nil, m.guestError(ctx, st, err)
 	}
-	defer mod.Close(context.WithoutCancel(ctx))
+	defer m.close(ctx, mod)
 	res, err := mod.ExportedFunction(export).Call(ctx)
 	m.flushStdio(ctx, st)
 	if err != nil {
@@ -145,7 +145,17 @@ func (m *Module) run(ctx context.Context, export string, input []byte, h Host, m
 func (m *Module) instantiate(ctx context.Context, st *callState) (api.Module, error) {
 	m.instances.Add(1)
 	cfg := m.config.WithStdout(&st.stdout).WithStderr(&st.stderr)
-	return m.runtime.InstantiateModule(ctx, m.compiled, cfg)
+	mod, err := m.runtime.InstantiateModule(ctx, m.compiled, cfg)
+	if err == nil {
+		m.live.Add(1)
+	}
+	return mod, err
+}
+
+// close tears an instance down, also after its context ended.
+func (m *Module) close(ctx context.Context, mod api.Module) {
+	mod.Close(context.WithoutCancel(ctx))
+	m.live.Add(-1)
 }
 
 // guestError turns an error from instantiating or calling a guest into a GuestError.

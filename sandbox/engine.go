@@ -125,7 +125,8 @@ type Module struct {
 	compiled wazero.CompiledModule
 	config   wazero.ModuleConfig
 
-	instances atomic.Int64
+	instances atomic.Int64 // created so far
+	live      atomic.Int64 // not yet closed
 }
 
 // Load compiles a plugin, checks its imports and exports against the ABI, and checks
@@ -194,6 +195,9 @@ func (m *Module) Limits() Limits { return m.limits }
 
 // Instances returns how many instances of the module have been created so far.
 func (m *Module) Instances() int64 { return m.instances.Load() }
+
+// Live returns how many instances of the module exist now.
+func (m *Module) Live() int64 { return m.live.Load() }
 
 // Close releases the module's runtime. Calls still running end with an error.
 func (m *Module) Close(ctx context.Context) error {
@@ -306,7 +310,7 @@ func (m *Module) checkVersion(ctx context.Context) error {
 	if err != nil {
 		return m.guestError(ctx, st, err)
 	}
-	defer mod.Close(context.WithoutCancel(ctx))
+	defer m.close(ctx, mod)
 	res, err := mod.ExportedFunction(exportABIVersion).Call(ctx)
 	if err != nil {
 		return m.guestError(ctx, st, err)
