@@ -36,32 +36,68 @@ func newFixture(t *testing.T) *fixture {
 	return newFixtureWith(t, host.Options{})
 }
 
+// shared holds the plugins every fixture serves: loaded once per test binary, since
+// plugins are safe for concurrent use and loading Go guests is the slow part.
+var shared struct {
+	once    sync.Once
+	catalog *plugins.Catalog
+	docs    string
+	notes   string
+	err     error
+}
+
+func sharedCatalog(t *testing.T) (*plugins.Catalog, string, string) {
+	t.Helper()
+	shared.once.Do(func() {
+		ctx := context.Background()
+		e, err := sandbox.NewEngine(ctx, sandbox.Options{CacheDir: testenv.CacheDir()})
+		if err != nil {
+			shared.err = err
+			return
+		}
+		// Left open for the life of the test binary, like the plugins.
+		if shared.docs, err = os.MkdirTemp("", "host-docs"); err == nil {
+			shared.notes, err = os.MkdirTemp("", "host-notes")
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(shared.docs, "readme.txt"), []byte("granted text"), 0o644)
+		}
+		if err != nil {
+			shared.err = err
+			return
+		}
+		toolbox := testenv.Spec(t, "toolbox", "plugins/toolbox/toolbox.wasm")
+		toolbox.Grants.Dirs = []sandbox.Dir{{Host: shared.docs, Guest: "/docs"}, {Host: shared.notes, Guest: "/notes", Writable: true}}
+		spin := testenv.Spec(t, "spin", "testdata/wasm/loop.wasm")
+		spin.Limits.Timeout = 300 * time.Millisecond
+		memhog := testenv.Spec(t, "memhog", "testdata/wasm/memhog.wasm")
+		memhog.Limits.MemoryMiB = 32
+		var loaded []*plugins.Plugin
+		for _, s := range []plugins.Spec{
+			testenv.Spec(t, "textkit", "plugins/textkit/textkit.wasm"), toolbox, spin, memhog,
+			testenv.Spec(t, "flood", "testdata/wasm/flood.wasm"),
+			testenv.Spec(t, "stateful", "testdata/wasm/stateful.wasm"),
+		} {
+			p, err := plugins.Load(ctx, e, s)
+			if err != nil {
+				shared.err = err
+				return
+			}
+			loaded = append(loaded, p)
+		}
+		shared.catalog, shared.err = plugins.NewCatalog(loaded)
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.catalog, shared.docs, shared.notes
+}
+
+// newFixtureWith serves the shared plugins with a new server (and task manager).
 func newFixtureWith(t *testing.T, opts host.Options) *fixture {
 	t.Helper()
-	e := testenv.Engine(t)
-	f := &fixture{docs: t.TempDir(), notes: t.TempDir()}
-	if err := os.WriteFile(filepath.Join(f.docs, "readme.txt"), []byte("granted text"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	toolbox := testenv.Spec(t, "toolbox", "plugins/toolbox/toolbox.wasm")
-	toolbox.Grants.Dirs = []sandbox.Dir{{Host: f.docs, Guest: "/docs"}, {Host: f.notes, Guest: "/notes", Writable: true}}
-	spin := testenv.Spec(t, "spin", "testdata/wasm/loop.wasm")
-	spin.Limits.Timeout = 300 * time.Millisecond
-	memhog := testenv.Spec(t, "memhog", "testdata/wasm/memhog.wasm")
-	memhog.Limits.MemoryMiB = 32
-	var loaded []*plugins.Plugin
-	for _, s := range []plugins.Spec{
-		testenv.Spec(t, "textkit", "plugins/textkit/textkit.wasm"), toolbox, spin, memhog,
-		testenv.Spec(t, "flood", "testdata/wasm/flood.wasm"),
-		testenv.Spec(t, "stateful", "testdata/wasm/stateful.wasm"),
-	} {
-		loaded = append(loaded, testenv.Load(t, e, s))
-	}
-	c, err := plugins.NewCatalog(loaded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.catalog = c
+	c, docs, notes := sharedCatalog(t)
+	f := &fixture{catalog: c, docs: docs, notes: notes}
 	srv, err := host.New(c, opts)
 	if err != nil {
 		t.Fatal(err)
