@@ -37,6 +37,13 @@ const (
 	DefaultMaxIOBytes = 1 << 20  // max_input_bytes and max_output_bytes
 	MaxIOBytes        = 64 << 20 // max_input_bytes and max_output_bytes
 
+	DefaultTaskTTL      = time.Hour
+	DefaultMaxTaskTTL   = 24 * time.Hour
+	MinTaskTTL          = time.Second
+	MaxTaskTTL          = 30 * 24 * time.Hour
+	DefaultPollInterval = time.Second
+	DefaultMaxPerClient = 64
+
 	maxPluginName = 32
 )
 
@@ -45,6 +52,8 @@ const (
 // The zero Config is a server with default settings and no tools.
 type Config struct {
 	Server Server `toml:"server"`
+	// Tasks holds the [tasks] table: how MCP Tasks are kept.
+	Tasks Tasks `toml:"tasks"`
 	// Plugins are the [[plugins]] tables, in file order. Nil or empty means
 	// the server offers no tools.
 	Plugins []Plugin `toml:"plugins"`
@@ -87,6 +96,22 @@ func defaultCacheDir() string {
 		return filepath.Join(d, "mcp-wasmhost", "compiled")
 	}
 	return filepath.Join(os.TempDir(), "mcp-wasmhost-compiled")
+}
+
+// Tasks holds the [tasks] table.
+type Tasks struct {
+	// DefaultTTL is how long a finished task is kept when the client asks for no
+	// ttl, MinTaskTTL..MaxTTL. 0 means DefaultTaskTTL.
+	DefaultTTL Duration `toml:"default_ttl"`
+	// MaxTTL caps the ttl a client may ask for (longer ones are clamped and the
+	// task reports what it got), MinTaskTTL..MaxTaskTTL. 0 means DefaultMaxTaskTTL.
+	MaxTTL Duration `toml:"max_ttl"`
+	// PollInterval is the polling interval suggested to clients, 10ms..1m.
+	// 0 means DefaultPollInterval.
+	PollInterval Duration `toml:"poll_interval"`
+	// MaxPerClient caps the unfinished tasks of one client (the local user on
+	// stdio, one session on HTTP), 1..100000. 0 means DefaultMaxPerClient.
+	MaxPerClient int `toml:"max_per_client"`
 }
 
 // Plugin holds one [[plugins]] table: a .wasm file and what it may use.
@@ -201,6 +226,7 @@ func Parse(data []byte, name, dir string) (*Config, error) {
 	// in another.
 	var raw struct {
 		Server  toml.Primitive   `toml:"server"`
+		Tasks   toml.Primitive   `toml:"tasks"`
 		Plugins []toml.Primitive `toml:"plugins"`
 	}
 	md, err := toml.Decode(string(data), &raw)
@@ -223,6 +249,9 @@ func Parse(data []byte, name, dir string) (*Config, error) {
 	cfg := &Config{Plugins: make([]Plugin, len(raw.Plugins))}
 	if err := md.PrimitiveDecode(raw.Server, &cfg.Server); err != nil {
 		errs = append(errs, typeError(name, "server: ", lines, -1, err))
+	}
+	if err := md.PrimitiveDecode(raw.Tasks, &cfg.Tasks); err != nil {
+		errs = append(errs, typeError(name, "tasks: ", lines, -1, err))
 	}
 	for i, p := range raw.Plugins {
 		if err := md.PrimitiveDecode(p, &cfg.Plugins[i]); err != nil {
@@ -424,6 +453,25 @@ func (c *Config) finish(name, dir string) []error {
 	case CacheOff:
 	default:
 		s.CacheDir = resolve(dir, s.CacheDir)
+	}
+
+	tk := &c.Tasks
+	defaultDuration := func(key string, d *Duration, def, lo, hi time.Duration) {
+		switch {
+		case d.Duration == 0:
+			d.Duration = def
+		case d.Duration < lo || d.Duration > hi:
+			fail("tasks", "%s %s out of range %s..%s", key, d.Duration, lo, hi)
+		}
+	}
+	defaultDuration("max_ttl", &tk.MaxTTL, DefaultMaxTaskTTL, MinTaskTTL, MaxTaskTTL)
+	defaultDuration("default_ttl", &tk.DefaultTTL, min(DefaultTaskTTL, tk.MaxTTL.Duration), MinTaskTTL, tk.MaxTTL.Duration)
+	defaultDuration("poll_interval", &tk.PollInterval, DefaultPollInterval, 10*time.Millisecond, time.Minute)
+	switch {
+	case tk.MaxPerClient == 0:
+		tk.MaxPerClient = DefaultMaxPerClient
+	case tk.MaxPerClient < 1 || tk.MaxPerClient > 100000:
+		fail("tasks", "max_per_client %d out of range 1..100000", tk.MaxPerClient)
 	}
 
 	firstByName := make(map[string]int)

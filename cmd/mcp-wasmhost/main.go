@@ -29,6 +29,7 @@ import (
 	"github.com/mcp-wasmhost/mcp-wasmhost/host"
 	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 )
 
 func main() {
@@ -92,7 +93,13 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 	defer catalog.Close(context.WithoutCancel(ctx))
 
-	srv, err := host.New(catalog, host.Options{Name: cfg.Server.Name, Version: version(), Logger: logger})
+	srv, err := host.New(catalog, host.Options{Name: cfg.Server.Name, Version: version(), Logger: logger,
+		Tasks: tasks.Options{
+			DefaultTTL:   cfg.Tasks.DefaultTTL.Duration,
+			MaxTTL:       cfg.Tasks.MaxTTL.Duration,
+			PollInterval: cfg.Tasks.PollInterval.Duration,
+			MaxPerOwner:  cfg.Tasks.MaxPerClient,
+		}})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,48 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/config"
+)
+
+func TestTasks(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		want      config.Tasks
+		err       string
+	}{
+		{"defaults", "", config.Tasks{
+			DefaultTTL: config.Duration{Duration: time.Hour}, MaxTTL: config.Duration{Duration: 24 * time.Hour},
+			PollInterval: config.Duration{Duration: time.Second}, MaxPerClient: 64}, ""},
+		{"set", "[tasks]\ndefault_ttl = \"5m\"\nmax_ttl = \"2h\"\npoll_interval = \"250ms\"\nmax_per_client = 8\n", config.Tasks{
+			DefaultTTL: config.Duration{Duration: 5 * time.Minute}, MaxTTL: config.Duration{Duration: 2 * time.Hour},
+			PollInterval: config.Duration{Duration: 250 * time.Millisecond}, MaxPerClient: 8}, ""},
+		{"default follows a small max", "[tasks]\nmax_ttl = \"10m\"\n", config.Tasks{
+			DefaultTTL: config.Duration{Duration: 10 * time.Minute}, MaxTTL: config.Duration{Duration: 10 * time.Minute},
+			PollInterval: config.Duration{Duration: time.Second}, MaxPerClient: 64}, ""},
+		{"default over max", "[tasks]\nmax_ttl = \"10m\"\ndefault_ttl = \"1h\"\n", config.Tasks{}, "default_ttl 1h0m0s out of range"},
+		{"poll too fast", "[tasks]\npoll_interval = \"1ms\"\n", config.Tasks{}, "poll_interval 1ms out of range"},
+		{"limit", "[tasks]\nmax_per_client = -1\n", config.Tasks{}, "max_per_client -1 out of range"},
+		{"unknown key", "[tasks]\nmax_tll = \"1h\"\n", config.Tasks{}, `:2: unknown key "tasks.max_tll"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(tt.doc), "config.toml", t.TempDir())
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("Parse(%q) = %v, want error containing %q", tt.doc, err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse(%q) = %v", tt.doc, err)
+			}
+			if cfg.Tasks != tt.want {
+				t.Errorf("Parse(%q).Tasks = %+v, want %+v", tt.doc, cfg.Tasks, tt.want)
+			}
+		})
+	}
+}
