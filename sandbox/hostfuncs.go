@@ -40,6 +40,7 @@ const (
 	paramsLimit       = 64 << 10
 	requestLimit      = 100
 	replyLimit        = 1 << 20
+	errorReplyLimit   = 4 << 10
 	stderrTailOnError = 512
 )
 
@@ -276,11 +277,18 @@ func request(ctx context.Context, st *callState, mod api.Module, stack []uint64)
 	return int32(len(reply))
 }
 
+// errorReply is the reply after FAILED: {"error": ...}, at most 4 KiB (docs/ABI.md).
 func errorReply(err error) []byte {
-	b, _ := json.Marshal(struct {
-		Error string `json:"error"`
-	}{err.Error()})
-	return b
+	msg := strings.ToValidUTF8(err.Error(), "\uFFFD")
+	for {
+		b, _ := json.Marshal(struct {
+			Error string `json:"error"`
+		}{msg})
+		if len(b) <= errorReplyLimit {
+			return b
+		}
+		msg = truncate(msg, len(msg)*3/4)
+	}
 }
 
 func replyRead(_ context.Context, st *callState, mod api.Module, stack []uint64) int32 {
