@@ -6,7 +6,7 @@ GO_WASM   = GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldfl
 C_WASM    = clang-14 --target=wasm32-wasi --sysroot=/usr -O2 -Wall -Wextra -mexec-model=reactor -Wl,--strip-all -Isdk-guest/c
 
 GO_PLUGINS = plugins/toolbox/toolbox.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm
-C_PLUGINS  = plugins/textkit/textkit.wasm
+C_PLUGINS  = plugins/textkit/textkit.wasm testdata/wasm/asker.wasm
 WAT        = $(patsubst testdata/wat/%.wat,testdata/wasm/%.wasm,$(wildcard testdata/wat/*.wat))
 ALL_WASM   = $(GO_PLUGINS) $(C_PLUGINS) $(WAT) testdata/wasm/truncated.wasm
 
@@ -26,6 +26,8 @@ testdata/wasm/%.wasm: testdata/guests/%/main.go FORCE
 	$(GO_WASM) -o $@ ./testdata/guests/$*
 plugins/textkit/textkit.wasm: plugins/textkit/textkit.c sdk-guest/c/mcpwh.h
 	$(C_WASM) -o $@ plugins/textkit/textkit.c
+testdata/wasm/asker.wasm: testdata/c/asker.c sdk-guest/c/mcpwh.h
+	$(C_WASM) -o $@ testdata/c/asker.c
 testdata/wasm/%.wasm: testdata/wat/%.wat
 	wat2wasm $< -o $@
 testdata/wasm/truncated.wasm: testdata/wasm/loop.wasm

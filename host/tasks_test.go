@@ -13,28 +13,31 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/host"
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 )
 
 // transports runs a test over a stream transport (as stdio) and over Streamable HTTP.
-func transports(t *testing.T, f *fixture, test func(t *testing.T, dial func(onRequest func(*jsonrpc.Request) (any, error)) *rawClient)) {
+func transports(t *testing.T, f *fixture, test func(t *testing.T, dial func(onRequest func(*jsonrpc.Request) (any, error)) *mcptest.Client)) {
 	t.Run("stream", func(t *testing.T) {
-		test(t, func(h func(*jsonrpc.Request) (any, error)) *rawClient { return dialRaw(t, f.stream(t), h) })
+		test(t, func(h func(*jsonrpc.Request) (any, error)) *mcptest.Client { return mcptest.Dial(t, f.stream(t), h) })
 	})
 	t.Run("http", func(t *testing.T) {
-		test(t, func(h func(*jsonrpc.Request) (any, error)) *rawClient { return dialRaw(t, f.httpTransport(), h) })
+		test(t, func(h func(*jsonrpc.Request) (any, error)) *mcptest.Client {
+			return mcptest.Dial(t, f.httpTransport(), h)
+		})
 	})
 }
 
 func TestTaskCapabilityAndTaskSupport(t *testing.T) {
 	f := newFixture(t)
-	c := dialRaw(t, f.stream(t), nil)
+	c := mcptest.Dial(t, f.stream(t), nil)
 	var init struct {
 		Capabilities struct {
 			Tasks json.RawMessage `json:"tasks"`
 		} `json:"capabilities"`
 	}
-	if err := json.Unmarshal(c.init, &init); err != nil {
+	if err := json.Unmarshal(c.Init, &init); err != nil {
 		t.Fatal(err)
 	}
 	if got := string(init.Capabilities.Tasks); got != `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}` {
@@ -48,7 +51,7 @@ func TestTaskCapabilityAndTaskSupport(t *testing.T) {
 			} `json:"execution"`
 		} `json:"tools"`
 	}
-	c.mustCall("tools/list", map[string]any{}, &list)
+	c.MustCall("tools/list", map[string]any{}, &list)
 	want := map[string]string{"toolbox_timer": "required", "toolbox_slow_count": "optional", "textkit_sha256": "forbidden"}
 	for _, tool := range list.Tools {
 		if w, ok := want[tool.Name]; ok && tool.Execution.TaskSupport != w {
@@ -59,7 +62,7 @@ func TestTaskCapabilityAndTaskSupport(t *testing.T) {
 
 func TestTaskRules(t *testing.T) {
 	f := newFixture(t)
-	c := dialRaw(t, f.stream(t), nil)
+	c := mcptest.Dial(t, f.stream(t), nil)
 	tests := []struct {
 		name   string
 		params map[string]any
@@ -77,7 +80,7 @@ func TestTaskRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := c.callErr("tools/call", tt.params)
+			err := c.CallErr("tools/call", tt.params)
 			if err.Code != tt.code || !strings.Contains(err.Message, tt.want) {
 				t.Errorf("tools/call = %d %q, want %d containing %q", err.Code, err.Message, tt.code, tt.want)
 			}
@@ -85,7 +88,7 @@ func TestTaskRules(t *testing.T) {
 	}
 	// A spoofed private key in _meta is not a task request.
 	var res mcp.CallToolResult
-	c.mustCall("tools/call", map[string]any{"name": "textkit_ping", "arguments": map[string]any{},
+	c.MustCall("tools/call", map[string]any{"name": "textkit_ping", "arguments": map[string]any{},
 		"_meta": map[string]any{"io.github.mcp-wasmhost/task": map[string]any{}}}, &res)
 	if len(res.Content) == 0 {
 		t.Errorf("spoofed task key: got %+v, want a plain result", res)
@@ -94,9 +97,9 @@ func TestTaskRules(t *testing.T) {
 
 func TestTaskLifecycle(t *testing.T) {
 	f := newFixtureWith(t, host.Options{Tasks: tasks.Options{MaxTTL: time.Minute}})
-	transports(t, f, func(t *testing.T, dial func(func(*jsonrpc.Request) (any, error)) *rawClient) {
+	transports(t, f, func(t *testing.T, dial func(func(*jsonrpc.Request) (any, error)) *mcptest.Client) {
 		c := dial(nil)
-		created := c.createTask("toolbox_slow_count", map[string]any{"to": 3, "delay_ms": 10}, map[string]any{"ttl": 3_600_000},
+		created := c.CreateTask("toolbox_slow_count", map[string]any{"to": 3, "delay_ms": 10}, map[string]any{"ttl": 3_600_000},
 			map[string]any{"progressToken": "tok"})
 		if created.TTL == nil || *created.TTL != 60_000 {
 			t.Errorf("ttl = %v, want the requested hour clamped to 60000", created.TTL)
@@ -112,7 +115,7 @@ func TestTaskLifecycle(t *testing.T) {
 			StructuredContent map[string]any   `json:"structuredContent"`
 			Meta              map[string]any   `json:"_meta"`
 		}
-		c.mustCall("tasks/result", map[string]any{"taskId": created.TaskID}, &res)
+		c.MustCall("tasks/result", map[string]any{"taskId": created.TaskID}, &res)
 		if res.StructuredContent["counted"] != 3.0 {
 			t.Errorf("tasks/result = %+v, want counted 3", res)
 		}
@@ -120,7 +123,7 @@ func TestTaskLifecycle(t *testing.T) {
 		if related["taskId"] != created.TaskID {
 			t.Errorf("tasks/result _meta = %v, want the related task", res.Meta)
 		}
-		done := c.get(created.TaskID)
+		done := c.Get(created.TaskID)
 		if done.Status != "completed" {
 			t.Errorf("status = %s, want completed", done.Status)
 		}
@@ -129,10 +132,10 @@ func TestTaskLifecycle(t *testing.T) {
 
 func TestTaskProgressKeepsToken(t *testing.T) {
 	f := newFixture(t)
-	c := dialRaw(t, f.stream(t), nil)
-	created := c.createTask("toolbox_slow_count", map[string]any{"to": 4, "delay_ms": 1}, map[string]any{}, map[string]any{"progressToken": "tok-7"})
-	c.mustCall("tasks/result", map[string]any{"taskId": created.TaskID}, nil)
-	progress := c.notificationsOf("notifications/progress")
+	c := mcptest.Dial(t, f.stream(t), nil)
+	created := c.CreateTask("toolbox_slow_count", map[string]any{"to": 4, "delay_ms": 1}, map[string]any{}, map[string]any{"progressToken": "tok-7"})
+	c.MustCall("tasks/result", map[string]any{"taskId": created.TaskID}, nil)
+	progress := c.NotificationsOf("notifications/progress")
 	if len(progress) != 4 {
 		t.Fatalf("%d progress notifications, want 4", len(progress))
 	}
@@ -142,8 +145,8 @@ func TestTaskProgressKeepsToken(t *testing.T) {
 		}
 	}
 	var statuses []string
-	for _, n := range c.notificationsOf("notifications/tasks/status") {
-		var w wireTask
+	for _, n := range c.NotificationsOf("notifications/tasks/status") {
+		var w mcptest.Task
 		json.Unmarshal(n.Params, &w)
 		if w.TaskID == created.TaskID {
 			statuses = append(statuses, w.Status)
@@ -156,15 +159,15 @@ func TestTaskProgressKeepsToken(t *testing.T) {
 
 func TestTaskFailedByToolError(t *testing.T) {
 	f := newFixture(t)
-	transports(t, f, func(t *testing.T, dial func(func(*jsonrpc.Request) (any, error)) *rawClient) {
+	transports(t, f, func(t *testing.T, dial func(func(*jsonrpc.Request) (any, error)) *mcptest.Client) {
 		c := dial(nil)
-		created := c.createTask("toolbox_slow_count", map[string]any{"to": 0}, map[string]any{}, nil)
+		created := c.CreateTask("toolbox_slow_count", map[string]any{"to": 0}, map[string]any{}, nil)
 		var res mcp.CallToolResult
-		c.mustCall("tasks/result", map[string]any{"taskId": created.TaskID}, &res)
+		c.MustCall("tasks/result", map[string]any{"taskId": created.TaskID}, &res)
 		if !res.IsError {
 			t.Errorf("tasks/result = %+v, want the isError result itself", res)
 		}
-		got := c.get(created.TaskID)
+		got := c.Get(created.TaskID)
 		if got.Status != "failed" || !strings.Contains(got.StatusMessage, "to must be between 1 and 1000") {
 			t.Errorf("task = %s %q, want failed with the tool's message", got.Status, got.StatusMessage)
 		}
@@ -173,7 +176,7 @@ func TestTaskFailedByToolError(t *testing.T) {
 
 func TestTaskInputRequired(t *testing.T) {
 	f := newFixture(t)
-	transports(t, f, func(t *testing.T, dial func(func(*jsonrpc.Request) (any, error)) *rawClient) {
+	transports(t, f, func(t *testing.T, dial func(func(*jsonrpc.Request) (any, error)) *mcptest.Client) {
 		os.Remove(filepath.Join(f.notes, "task.txt"))
 		asked := make(chan *jsonrpc.Request, 4)
 		answer := make(chan struct{})
@@ -182,12 +185,12 @@ func TestTaskInputRequired(t *testing.T) {
 			<-answer
 			return map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}, nil
 		})
-		created := c.createTask("toolbox_write_note", map[string]any{"name": "task.txt", "text": "from a task"}, map[string]any{}, nil)
-		c.waitStatus(created.TaskID, "input_required")
+		created := c.CreateTask("toolbox_write_note", map[string]any{"name": "task.txt", "text": "from a task"}, map[string]any{}, nil)
+		c.WaitStatus(created.TaskID, "input_required")
 		// tasks/result, waiting, carries the request on its stream over HTTP.
 		result := make(chan json.RawMessage, 1)
 		go func() {
-			raw, err := c.call(context.Background(), "tasks/result", map[string]any{"taskId": created.TaskID})
+			raw, err := c.Call(context.Background(), "tasks/result", map[string]any{"taskId": created.TaskID})
 			if err != nil {
 				t.Errorf("tasks/result = %v", err)
 			}
@@ -206,7 +209,7 @@ func TestTaskInputRequired(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(f.notes, "task.txt")); err != nil || string(b) != "from a task" {
 			t.Errorf("note = %q, %v", b, err)
 		}
-		if got := c.get(created.TaskID); got.Status != "completed" {
+		if got := c.Get(created.TaskID); got.Status != "completed" {
 			t.Errorf("status = %s, want completed", got.Status)
 		}
 	})
@@ -214,10 +217,10 @@ func TestTaskInputRequired(t *testing.T) {
 
 func TestTaskWithoutElicitationCapability(t *testing.T) {
 	f := newFixture(t)
-	c := dialRaw(t, f.stream(t), nil) // declares no elicitation capability
-	created := c.createTask("toolbox_write_note", map[string]any{"name": "x.txt", "text": "x"}, map[string]any{}, nil)
+	c := mcptest.Dial(t, f.stream(t), nil) // declares no elicitation capability
+	created := c.CreateTask("toolbox_write_note", map[string]any{"name": "x.txt", "text": "x"}, map[string]any{}, nil)
 	var res mcp.CallToolResult
-	c.mustCall("tasks/result", map[string]any{"taskId": created.TaskID}, &res)
+	c.MustCall("tasks/result", map[string]any{"taskId": created.TaskID}, &res)
 	if b, _ := json.Marshal(res.Content); !strings.Contains(string(b), "nothing written") {
 		t.Errorf("result = %s, want a clear failure, not a hang", b)
 	}
@@ -227,38 +230,38 @@ func TestTaskCancel(t *testing.T) {
 	f := newFixture(t)
 	tool, _ := f.catalog.Lookup("toolbox_timer")
 	note, _ := f.catalog.Lookup("toolbox_write_note")
-	transports(t, f, func(t *testing.T, dial func(func(*jsonrpc.Request) (any, error)) *rawClient) {
+	transports(t, f, func(t *testing.T, dial func(func(*jsonrpc.Request) (any, error)) *mcptest.Client) {
 		block := make(chan struct{})
 		defer close(block)
 		c := dial(func(*jsonrpc.Request) (any, error) { <-block; return nil, context.Canceled })
 
-		working := c.createTask("toolbox_timer", map[string]any{"seconds": 60}, map[string]any{}, nil)
-		var cancelled wireTask
-		c.mustCall("tasks/cancel", map[string]any{"taskId": working.TaskID}, &cancelled)
+		working := c.CreateTask("toolbox_timer", map[string]any{"seconds": 60}, map[string]any{}, nil)
+		var cancelled mcptest.Task
+		c.MustCall("tasks/cancel", map[string]any{"taskId": working.TaskID}, &cancelled)
 		if cancelled.Status != "cancelled" {
 			t.Errorf("tasks/cancel = %s, want cancelled", cancelled.Status)
 		}
 		if n := tool.Plugin.Module.Live(); n != 0 {
 			t.Errorf("%d instances alive after cancel, want 0", n)
 		}
-		waiting := c.createTask("toolbox_write_note", map[string]any{"name": "c.txt", "text": "x"}, map[string]any{}, nil)
-		c.waitStatus(waiting.TaskID, "input_required")
-		c.mustCall("tasks/cancel", map[string]any{"taskId": waiting.TaskID}, &cancelled)
+		waiting := c.CreateTask("toolbox_write_note", map[string]any{"name": "c.txt", "text": "x"}, map[string]any{}, nil)
+		c.WaitStatus(waiting.TaskID, "input_required")
+		c.MustCall("tasks/cancel", map[string]any{"taskId": waiting.TaskID}, &cancelled)
 		if n := note.Plugin.Module.Live(); n != 0 {
 			t.Errorf("%d instances alive after cancelling at input_required, want 0", n)
 		}
-		if got := c.get(waiting.TaskID); got.Status != "cancelled" {
+		if got := c.Get(waiting.TaskID); got.Status != "cancelled" {
 			t.Errorf("status = %s, want cancelled", got.Status)
 		}
-		if err := c.callErr("tasks/cancel", map[string]any{"taskId": waiting.TaskID}); err.Code != jsonrpc.CodeInvalidParams {
+		if err := c.CallErr("tasks/cancel", map[string]any{"taskId": waiting.TaskID}); err.Code != jsonrpc.CodeInvalidParams {
 			t.Errorf("cancel of a terminal task = %v, want -32602", err)
 		}
 		for _, m := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
-			if err := c.callErr(m, map[string]any{"taskId": "no-such-task"}); err.Code != jsonrpc.CodeInvalidParams {
+			if err := c.CallErr(m, map[string]any{"taskId": "no-such-task"}); err.Code != jsonrpc.CodeInvalidParams {
 				t.Errorf("%s(unknown) = %v, want -32602", m, err)
 			}
 		}
-		if err := c.callErr("tasks/result", map[string]any{"taskId": working.TaskID}); !strings.Contains(err.Message, "cancelled") {
+		if err := c.CallErr("tasks/result", map[string]any{"taskId": working.TaskID}); !strings.Contains(err.Message, "cancelled") {
 			t.Errorf("tasks/result(cancelled) = %v", err)
 		}
 	})
@@ -266,10 +269,10 @@ func TestTaskCancel(t *testing.T) {
 
 func TestTaskListPagination(t *testing.T) {
 	f := newFixtureWith(t, host.Options{Tasks: tasks.Options{MaxPerOwner: 1000}})
-	c := dialRaw(t, f.stream(t), nil)
+	c := mcptest.Dial(t, f.stream(t), nil)
 	ids := map[string]bool{}
 	for range 250 {
-		ids[c.createTask("textkit_ping", map[string]any{}, map[string]any{}, nil).TaskID] = true
+		ids[c.CreateTask("textkit_ping", map[string]any{}, map[string]any{}, nil).TaskID] = true
 	}
 	seen := map[string]bool{}
 	cursor, pages := "", 0
@@ -279,10 +282,10 @@ func TestTaskListPagination(t *testing.T) {
 			params["cursor"] = cursor
 		}
 		var page struct {
-			Tasks      []wireTask `json:"tasks"`
-			NextCursor string     `json:"nextCursor"`
+			Tasks      []mcptest.Task `json:"tasks"`
+			NextCursor string         `json:"nextCursor"`
 		}
-		c.mustCall("tasks/list", params, &page)
+		c.MustCall("tasks/list", params, &page)
 		pages++
 		for _, task := range page.Tasks {
 			seen[task.TaskID] = true
@@ -295,41 +298,41 @@ func TestTaskListPagination(t *testing.T) {
 	if len(seen) != 250 || pages < 2 {
 		t.Errorf("listed %d tasks in %d pages, want 250 over several", len(seen), pages)
 	}
-	if err := c.callErr("tasks/list", map[string]any{"cursor": "garbage!"}); err.Code != jsonrpc.CodeInvalidParams {
+	if err := c.CallErr("tasks/list", map[string]any{"cursor": "garbage!"}); err.Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("tasks/list(bad cursor) = %v, want -32602", err)
 	}
 }
 
 func TestHTTPSessionsAreIsolated(t *testing.T) {
 	f := newFixture(t)
-	a, b := dialRaw(t, f.httpTransport(), nil), dialRaw(t, f.httpTransport(), nil)
-	created := a.createTask("toolbox_timer", map[string]any{"seconds": 30}, map[string]any{}, nil)
+	a, b := mcptest.Dial(t, f.httpTransport(), nil), mcptest.Dial(t, f.httpTransport(), nil)
+	created := a.CreateTask("toolbox_timer", map[string]any{"seconds": 30}, map[string]any{}, nil)
 	for _, m := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
-		if err := b.callErr(m, map[string]any{"taskId": created.TaskID}); err.Code != jsonrpc.CodeInvalidParams {
+		if err := b.CallErr(m, map[string]any{"taskId": created.TaskID}); err.Code != jsonrpc.CodeInvalidParams {
 			t.Errorf("another session's %s = %v, want -32602 (not found)", m, err)
 		}
 	}
 	var list struct {
-		Tasks []wireTask `json:"tasks"`
+		Tasks []mcptest.Task `json:"tasks"`
 	}
-	b.mustCall("tasks/list", map[string]any{}, &list)
+	b.MustCall("tasks/list", map[string]any{}, &list)
 	if len(list.Tasks) != 0 {
 		t.Errorf("another session lists %d tasks, want 0", len(list.Tasks))
 	}
-	if got := a.get(created.TaskID); got.Status != "working" {
+	if got := a.Get(created.TaskID); got.Status != "working" {
 		t.Errorf("owner's task = %s, want untouched", got.Status)
 	}
-	a.mustCall("tasks/cancel", map[string]any{"taskId": created.TaskID}, nil)
+	a.MustCall("tasks/cancel", map[string]any{"taskId": created.TaskID}, nil)
 }
 
 func TestTaskOutlivesDisconnect(t *testing.T) {
 	f := newFixture(t)
-	first := dialRaw(t, f.stream(t), nil)
-	created := first.createTask("toolbox_timer", map[string]any{"seconds": 1, "label": "still here"}, map[string]any{}, nil)
-	first.conn.Close() // the client goes away while the task runs
-	second := dialRaw(t, f.stream(t), nil)
+	first := mcptest.Dial(t, f.stream(t), nil)
+	created := first.CreateTask("toolbox_timer", map[string]any{"seconds": 1, "label": "still here"}, map[string]any{}, nil)
+	first.Conn.Close() // the client goes away while the task runs
+	second := mcptest.Dial(t, f.stream(t), nil)
 	var res mcp.CallToolResult
-	second.mustCall("tasks/result", map[string]any{"taskId": created.TaskID}, &res)
+	second.MustCall("tasks/result", map[string]any{"taskId": created.TaskID}, &res)
 	if b, _ := json.Marshal(res.Content); !strings.Contains(string(b), "still here") {
 		t.Errorf("result after reconnect = %s", b)
 	}
@@ -337,12 +340,12 @@ func TestTaskOutlivesDisconnect(t *testing.T) {
 
 func TestTaskTTLExpiry(t *testing.T) {
 	f := newFixtureWith(t, host.Options{Tasks: tasks.Options{SweepEvery: 10 * time.Millisecond}})
-	c := dialRaw(t, f.stream(t), nil)
-	created := c.createTask("textkit_ping", map[string]any{}, map[string]any{"ttl": 50}, nil)
-	c.mustCall("tasks/result", map[string]any{"taskId": created.TaskID}, nil)
+	c := mcptest.Dial(t, f.stream(t), nil)
+	created := c.CreateTask("textkit_ping", map[string]any{}, map[string]any{"ttl": 50}, nil)
+	c.MustCall("tasks/result", map[string]any{"taskId": created.TaskID}, nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := c.callErr0("tasks/get", map[string]any{"taskId": created.TaskID})
+		err := c.CallErr0("tasks/get", map[string]any{"taskId": created.TaskID})
 		if err != nil && err.Code == jsonrpc.CodeInvalidParams {
 			return // expired and purged
 		}
@@ -351,11 +354,4 @@ func TestTaskTTLExpiry(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// callErr0 returns the JSON-RPC error of a call, or nil if it succeeded.
-func (c *rawClient) callErr0(method string, params any) *jsonrpc.Error {
-	_, err := c.call(context.Background(), method, params)
-	werr, _ := err.(*jsonrpc.Error)
-	return werr
 }

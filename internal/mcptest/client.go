@@ -1,4 +1,4 @@
-package host_test
+package mcptest
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// rawClient speaks JSON-RPC over an MCP transport with no SDK logic in the way, so
+// Client speaks JSON-RPC over an MCP transport with no SDK logic in the way, so
 // that tests can send what the go-sdk client cannot (params.task, tasks/*) and see
 // every message the server sends.
-type rawClient struct {
-	t    *testing.T
-	conn mcp.Connection
+type Client struct {
+	t    testing.TB
+	Conn mcp.Connection
 
 	mu            sync.Mutex
 	nextID        int64
@@ -25,35 +25,38 @@ type rawClient struct {
 	notifications []*jsonrpc.Request
 	onRequest     func(*jsonrpc.Request) (any, error) // answers server requests
 	requests      []*jsonrpc.Request
-	init          json.RawMessage // the initialize result
+	Init          json.RawMessage // the initialize result
 }
 
-func dialRaw(t *testing.T, transport mcp.Transport, onRequest func(*jsonrpc.Request) (any, error)) *rawClient {
+// Dial connects over transport and initializes a 2025-11-25 session. onRequest answers
+// the server's requests (such as elicitation/create); when it is nil the client
+// declares no elicitation capability.
+func Dial(t testing.TB, transport mcp.Transport, onRequest func(*jsonrpc.Request) (any, error)) *Client {
 	t.Helper()
 	conn, err := transport.Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &rawClient{t: t, conn: conn, pending: map[int64]chan *jsonrpc.Response{}, onRequest: onRequest}
+	c := &Client{t: t, Conn: conn, pending: map[int64]chan *jsonrpc.Response{}, onRequest: onRequest}
 	go c.readLoop()
 	t.Cleanup(func() { conn.Close() })
 	caps := map[string]any{}
 	if onRequest != nil {
 		caps["elicitation"] = map[string]any{}
 	}
-	c.mustCall("initialize", map[string]any{
+	c.MustCall("initialize", map[string]any{
 		"protocolVersion": "2025-11-25", "capabilities": caps,
 		"clientInfo": map[string]any{"name": "raw", "version": "1"},
-	}, &c.init)
+	}, &c.Init)
 	if err := conn.Write(context.Background(), &jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func (c *rawClient) readLoop() {
+func (c *Client) readLoop() {
 	for {
-		msg, err := c.conn.Read(context.Background())
+		msg, err := c.Conn.Read(context.Background())
 		if err != nil {
 			return
 		}
@@ -87,14 +90,14 @@ func (c *rawClient) readLoop() {
 				if err == nil {
 					resp.Result, _ = json.Marshal(result)
 				}
-				c.conn.Write(context.Background(), resp)
+				c.Conn.Write(context.Background(), resp)
 			}()
 		}
 	}
 }
 
 // call sends a request and waits for its response.
-func (c *rawClient) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+func (c *Client) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	b, err := json.Marshal(params)
 	if err != nil {
 		return nil, err
@@ -106,7 +109,7 @@ func (c *rawClient) call(ctx context.Context, method string, params any) (json.R
 	c.pending[id] = ch
 	c.mu.Unlock()
 	jid, _ := jsonrpc.MakeID(float64(id))
-	if err := c.conn.Write(ctx, &jsonrpc.Request{ID: jid, Method: method, Params: b}); err != nil {
+	if err := c.Conn.Write(ctx, &jsonrpc.Request{ID: jid, Method: method, Params: b}); err != nil {
 		return nil, err
 	}
 	select {
@@ -120,11 +123,11 @@ func (c *rawClient) call(ctx context.Context, method string, params any) (json.R
 	}
 }
 
-func (c *rawClient) mustCall(method string, params any, out any) {
+func (c *Client) MustCall(method string, params any, out any) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	raw, err := c.call(ctx, method, params)
+	raw, err := c.Call(ctx, method, params)
 	if err != nil {
 		c.t.Fatalf("%s(%v) = %v", method, params, err)
 	}
@@ -136,11 +139,11 @@ func (c *rawClient) mustCall(method string, params any, out any) {
 }
 
 // callErr sends a request that must fail and returns its JSON-RPC error.
-func (c *rawClient) callErr(method string, params any) *jsonrpc.Error {
+func (c *Client) CallErr(method string, params any) *jsonrpc.Error {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	raw, err := c.call(ctx, method, params)
+	raw, err := c.Call(ctx, method, params)
 	werr, ok := err.(*jsonrpc.Error)
 	if !ok {
 		c.t.Fatalf("%s(%v) = %s, %v; want a JSON-RPC error", method, params, raw, err)
@@ -148,7 +151,7 @@ func (c *rawClient) callErr(method string, params any) *jsonrpc.Error {
 	return werr
 }
 
-func (c *rawClient) notificationsOf(method string) []*jsonrpc.Request {
+func (c *Client) NotificationsOf(method string) []*jsonrpc.Request {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []*jsonrpc.Request
@@ -160,8 +163,8 @@ func (c *rawClient) notificationsOf(method string) []*jsonrpc.Request {
 	return out
 }
 
-// wireTask is a task as the client sees it.
-type wireTask struct {
+// Task is a task as the client sees it.
+type Task struct {
 	TaskID        string `json:"taskId"`
 	Status        string `json:"status"`
 	StatusMessage string `json:"statusMessage"`
@@ -171,36 +174,36 @@ type wireTask struct {
 	PollInterval  int64  `json:"pollInterval"`
 }
 
-// createTask calls a tool as a task and returns the created task.
-func (c *rawClient) createTask(tool string, args any, task map[string]any, meta map[string]any) wireTask {
+// CreateTask calls a tool as a task and returns the created task.
+func (c *Client) CreateTask(tool string, args any, task map[string]any, meta map[string]any) Task {
 	c.t.Helper()
 	params := map[string]any{"name": tool, "arguments": args, "task": task}
 	if meta != nil {
 		params["_meta"] = meta
 	}
 	var res struct {
-		Task wireTask `json:"task"`
+		Task Task `json:"task"`
 	}
-	c.mustCall("tools/call", params, &res)
+	c.MustCall("tools/call", params, &res)
 	if res.Task.TaskID == "" || res.Task.Status != "working" {
 		c.t.Fatalf("tools/call(%s, task) = %+v, want a working task", tool, res.Task)
 	}
 	return res.Task
 }
 
-func (c *rawClient) get(id string) wireTask {
+func (c *Client) Get(id string) Task {
 	c.t.Helper()
-	var t wireTask
-	c.mustCall("tasks/get", map[string]any{"taskId": id}, &t)
+	var t Task
+	c.MustCall("tasks/get", map[string]any{"taskId": id}, &t)
 	return t
 }
 
-// waitStatus polls tasks/get until the task reaches status.
-func (c *rawClient) waitStatus(id, status string) wireTask {
+// WaitStatus polls tasks/get until the task reaches status.
+func (c *Client) WaitStatus(id, status string) Task {
 	c.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		t := c.get(id)
+		t := c.Get(id)
 		if t.Status == status {
 			return t
 		}
@@ -211,4 +214,11 @@ func (c *rawClient) waitStatus(id, status string) wireTask {
 	}
 }
 
-func (t wireTask) String() string { return fmt.Sprintf("%s:%s", t.TaskID, t.Status) }
+func (t Task) String() string { return fmt.Sprintf("%s:%s", t.TaskID, t.Status) }
+
+// CallErr0 returns the JSON-RPC error of a call, or nil if it succeeded.
+func (c *Client) CallErr0(method string, params any) *jsonrpc.Error {
+	_, err := c.Call(context.Background(), method, params)
+	werr, _ := err.(*jsonrpc.Error)
+	return werr
+}
