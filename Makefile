@@ -3,7 +3,9 @@
 # (Debian packages; .ci/run installs them).
 
 GO_WASM   = GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags=-buildid=
-C_WASM    = clang-14 --target=wasm32-wasi --sysroot=/usr -O2 -Wall -Wextra -mexec-model=reactor -Wl,--strip-all -Isdk-guest/c
+# A 32 KiB stack (clang: 64 KiB) fits a C guest in one 64 KiB page: a fresh instance
+# costs half the memory and time to create.
+C_WASM    = clang-14 --target=wasm32-wasi --sysroot=/usr -O2 -Wall -Wextra -mexec-model=reactor -Wl,--strip-all -Wl,-z,stack-size=32768 -Isdk-guest/c
 
 GO_PLUGINS = plugins/toolbox/toolbox.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm
 C_PLUGINS  = plugins/textkit/textkit.wasm testdata/wasm/asker.wasm
@@ -24,9 +26,9 @@ plugins/toolbox/toolbox.wasm: FORCE
 	$(GO_WASM) -o $@ ./plugins/toolbox
 testdata/wasm/%.wasm: testdata/guests/%/main.go FORCE
 	$(GO_WASM) -o $@ ./testdata/guests/$*
-plugins/textkit/textkit.wasm: plugins/textkit/textkit.c sdk-guest/c/mcpwh.h
+plugins/textkit/textkit.wasm: plugins/textkit/textkit.c sdk-guest/c/mcpwh.h Makefile
 	$(C_WASM) -o $@ plugins/textkit/textkit.c
-testdata/wasm/asker.wasm: testdata/c/asker.c sdk-guest/c/mcpwh.h
+testdata/wasm/asker.wasm: testdata/c/asker.c sdk-guest/c/mcpwh.h Makefile
 	$(C_WASM) -o $@ testdata/c/asker.c
 testdata/wasm/%.wasm: testdata/wat/%.wat
 	wat2wasm $< -o $@
@@ -46,4 +48,4 @@ interop-deps:
 # test runs every test: Go (with the race detector) and the TypeScript SDK interop test.
 test: interop-deps
 	go test -race -count=1 ./...
-	cd interop && node --test
+	cd interop && node --test --test-concurrency=1

@@ -1,29 +1,26 @@
 // Interop test: the official MCP TypeScript SDK client (@modelcontextprotocol/sdk, pinned
 // in package.json) against the mcp-wasmhost binary, over stdio and Streamable HTTP.
 //
-// Run: cd interop && npm install && node --test
+// Run: cd interop && npm ci && node --test
 //
-// The test builds the server itself, writes its own config (absolute plugin paths, the
-// sha256 pins read from ../config.toml, a temporary /notes grant and compilation cache),
-// so it never writes into the repository.
+// The test builds the server itself and writes its own config (helpers.mjs: absolute
+// plugin paths, the sha256 pins read from ../config.toml, a temporary /notes grant and
+// compilation cache), so it never writes into the repository. The Tasks interop tests
+// are tasks-*.test.mjs beside it.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '..');
+import { alive, cleanup, openTransport, prepare, repo, text, TRANSPORTS } from './helpers.mjs';
 
 const EXPECTED_TOOLS = [
   'toolbox_json_format',
@@ -39,151 +36,17 @@ const EXPECTED_TOOLS = [
   'textkit_ping',
 ];
 
-// Every process the test starts, so that none outlives it whatever happens.
-const children = new Set();
-process.on('exit', () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
-
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function run(cmd, args, opts) {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.add(child);
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      children.delete(child);
-      if (code === 0) resolvePromise(out);
-      else reject(new Error(`${cmd} ${args.join(' ')} exited ${code}:\n${out}`));
-    });
-  });
-}
-
-/** Reads name -> sha256 of every [[plugins]] table of a config.toml. */
-function readPins(toml) {
-  const pins = {};
-  for (const block of toml.split(/^\[\[plugins\]\]\s*$/m).slice(1)) {
-    const name = block.match(/^name\s*=\s*"([^"]+)"/m)?.[1];
-    const sha = block.match(/^sha256\s*=\s*"([0-9a-f]{64})"/m)?.[1];
-    if (name && sha) pins[name] = sha;
-  }
-  return pins;
-}
-
-// TOML basic strings accept JSON's escapes for the characters a path can hold.
-const q = (s) => JSON.stringify(s);
-
-/**
- * Copies config.toml with every relative path and host made absolute (against the repo
- * root, as the server resolves them against the config's folder), the writable /notes
- * grant moved to notes, and cache_dir set to cache. Everything else is kept as it is.
- */
-function rewriteConfig(toml, { notes, cache }) {
-  // Split into tables: each starts at a line such as [server] or [[plugins.dirs]].
-  const tables = toml.split(/^(?=\[)/m);
-  return tables
-    .map((table) => {
-      if (/^\[\[plugins\.dirs\]\]/.test(table) && /^guest\s*=\s*"\/notes"/m.test(table)) {
-        table = table.replace(/^host\s*=\s*"[^"]*"/m, `host = ${q(notes)}`);
-      }
-      table = table.replace(/^(path|host)(\s*=\s*)"([^"]+)"/gm, (all, key, eq, p) =>
-        isAbsolute(p) ? all : `${key}${eq}${q(join(repo, p))}`,
-      );
-      return table.replace(/^cache_dir\s*=\s*"[^"]*"/m, `cache_dir = ${q(cache)}`);
-    })
-    .join('');
-}
-
-let tmp; // everything the test writes lives under here
-let binary;
-let configPath;
+let env; // { tmp, binary, configPath, notesDir }: everything the test writes lives under env.tmp
 let notesDir;
 
 before(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'mcp-wasmhost-interop-'));
-  binary = join(tmp, 'mcp-wasmhost');
-  notesDir = join(tmp, 'notes');
-  configPath = join(tmp, 'config.toml');
-  await mkdir(notesDir);
-  const build = run('go', ['build', '-o', binary, './cmd/mcp-wasmhost'], { cwd: repo });
-  build.catch(() => {}); // awaited below, after the config checks
-
-  const original = await readFile(join(repo, 'config.toml'), 'utf8');
-  const pins = readPins(original);
-  for (const [name, file] of [['toolbox', 'plugins/toolbox/toolbox.wasm'], ['textkit', 'plugins/textkit/textkit.wasm']]) {
-    assert.match(pins[name] ?? '', /^[0-9a-f]{64}$/, `the ${name} pin in config.toml`);
-    const actual = createHash('sha256').update(await readFile(join(repo, file))).digest('hex');
-    assert.equal(actual, pins[name], `${file} matches its pin in config.toml (rebuilt without \`make pins\`?)`);
-  }
-  const config = rewriteConfig(original, { notes: notesDir, cache: join(tmp, 'cache') });
-  assert.deepEqual(readPins(config), pins, 'the copy keeps the pins');
-  assert.ok(config.includes(`host = ${q(notesDir)}`), 'the /notes grant points into the temp dir');
-  assert.ok(!/^(path|host)\s*=\s*"(?!\/)/m.test(config), `every path is absolute:\n${config}`);
-  await writeFile(configPath, `# Written by interop/interop.test.mjs from ../config.toml.\n${config}`);
-  await build;
+  env = await prepare();
+  notesDir = env.notesDir;
 });
 
 after(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  if (tmp) await rm(tmp, { recursive: true, force: true });
+  await cleanup(env);
 });
-
-/** Starts `mcp-wasmhost --http 127.0.0.1:0` and resolves with the process and its /mcp URL. */
-function startHTTPServer() {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(binary, ['--config', configPath, '--http', '127.0.0.1:0'], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    children.add(child);
-    child.on('exit', () => children.delete(child));
-    let log = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`no "serving Streamable HTTP" line within 20 s:\n${log}`));
-    }, 20_000);
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (d) => {
-      log += d;
-      const m = log.match(/msg="serving Streamable HTTP" url=(http:\/\/127\.0\.0\.1:\d+\/mcp)/);
-      if (m) {
-        clearTimeout(timer);
-        resolvePromise({ child, url: new URL(m[1]), log: () => log });
-      }
-    });
-    child.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited (${code ?? signal}) before serving:\n${log}`));
-    });
-  });
-}
-
-function waitExit(child, ms) {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
-  return new Promise((resolvePromise) => {
-    const timer = setTimeout(() => resolvePromise(false), ms);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolvePromise(true);
-    });
-  });
-}
-
-const text = (res) => res.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
 
 async function expectInvalidParams(promise) {
   await assert.rejects(promise, (err) => {
@@ -194,44 +57,7 @@ async function expectInvalidParams(promise) {
   });
 }
 
-const transports = {
-  stdio: async () => {
-    const transport = new StdioClientTransport({
-      command: binary,
-      args: ['--config', configPath],
-      stderr: 'pipe',
-    });
-    let log = '';
-    transport.stderr.setEncoding('utf8');
-    transport.stderr.on('data', (d) => (log += d));
-    return {
-      transport,
-      log: () => log,
-      pid: () => transport.pid,
-      // Client.close() closes the transport, which ends stdin and waits for the exit.
-      stop: async () => {},
-    };
-  },
-  'streamable-http': async () => {
-    const server = await startHTTPServer();
-    const transport = new StreamableHTTPClientTransport(server.url);
-    return {
-      transport,
-      log: server.log,
-      pid: () => server.child.pid,
-      stop: async () => {
-        server.child.kill('SIGTERM');
-        if (!(await waitExit(server.child, 6000))) {
-          server.child.kill('SIGKILL');
-          await waitExit(server.child, 2000);
-          assert.fail('the HTTP server did not exit within 6 s of SIGTERM');
-        }
-      },
-    };
-  },
-};
-
-for (const [kind, open] of Object.entries(transports)) {
+for (const kind of TRANSPORTS) {
   describe(`TypeScript SDK client over ${kind}`, () => {
     let client;
     let conn;
@@ -242,7 +68,7 @@ for (const [kind, open] of Object.entries(transports)) {
     const clientErrors = [];
 
     before(async () => {
-      conn = await open();
+      conn = await openTransport(kind, env, { Stdio: StdioClientTransport, HTTP: StreamableHTTPClientTransport });
       client = new Client(
         { name: 'mcp-wasmhost-interop', version: '0.0.0' },
         { capabilities: { elicitation: { form: {} } } },

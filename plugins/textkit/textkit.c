@@ -3,7 +3,7 @@
  *
  * Build (from the repository root; the output is reproducible byte for byte):
  *
- *   clang-14 --target=wasm32-wasi --sysroot=/usr -O2 -mexec-model=reactor -Wl,--strip-all -Isdk-guest/c -o plugins/textkit/textkit.wasm plugins/textkit/textkit.c
+ *   clang-14 --target=wasm32-wasi --sysroot=/usr -O2 -mexec-model=reactor -Wl,--strip-all -Wl,-z,stack-size=32768 -Isdk-guest/c -o plugins/textkit/textkit.wasm plugins/textkit/textkit.c
  *
  * Tools (all read-only, deterministic, no I/O):
  *   stats          {text}  -> bytes, characters (code points), words, lines
