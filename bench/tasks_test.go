@@ -39,8 +39,9 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// stdioServer starts the real binary serving textkit and returns a raw client on its stdio.
-func stdioServer(b *testing.B) *mcptest.Client {
+// stdioServer starts the real binary serving textkit, with its tasks in store ("bolt"
+// or "memory"), and returns a raw client on its stdio.
+func stdioServer(b *testing.B, store string) *mcptest.Client {
 	bin, err := buildBinary()
 	if err != nil {
 		b.Fatal(err)
@@ -48,7 +49,7 @@ func stdioServer(b *testing.B) *mcptest.Client {
 	spec := testenv.Spec(b, "textkit", "plugins/textkit/textkit.wasm")
 	cfg := filepath.Join(b.TempDir(), "config.toml")
 	body := fmt.Sprintf("[server]\ncache_dir = %q\nlog_level = \"warn\"\n[tasks]\nmax_per_client = 100000\ndefault_ttl = \"10s\"\n"+
-		"[[plugins]]\nname = \"textkit\"\npath = %q\nsha256 = %q\n", testenv.CacheDir(), spec.Path, spec.SHA256)
+		"store = %q\ndata_dir = %q\n[[plugins]]\nname = \"textkit\"\npath = %q\nsha256 = %q\n", testenv.CacheDir(), store, b.TempDir(), spec.Path, spec.SHA256)
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -58,7 +59,13 @@ func stdioServer(b *testing.B) *mcptest.Client {
 // BenchmarkTaskCreate is the time from a task-augmented tools/call to its
 // CreateTaskResult, over stdio to the real binary, for a C guest.
 func BenchmarkTaskCreate(b *testing.B) {
-	c := stdioServer(b)
+	for _, store := range []string{"memory", "bolt"} {
+		b.Run(store, func(b *testing.B) { benchTaskCreate(b, store) })
+	}
+}
+
+func benchTaskCreate(b *testing.B, store string) {
+	c := stdioServer(b, store)
 	params := map[string]any{"name": "textkit_ping", "arguments": map[string]any{}, "task": map[string]any{}}
 	lat := newLatencies(b)
 	ctx := context.Background()
@@ -75,32 +82,36 @@ func BenchmarkTaskCreate(b *testing.B) {
 // BenchmarkTaskThroughput is tasks created and completed per second over stdio: each
 // worker creates a task and waits for its result with tasks/result.
 func BenchmarkTaskThroughput(b *testing.B) {
-	for _, workers := range []int{1, 16} {
-		b.Run(fmt.Sprintf("c=%d", workers), func(b *testing.B) {
-			c := stdioServer(b)
-			ctx := context.Background()
-			var n atomic.Int64
-			n.Store(int64(b.N))
-			start := time.Now()
-			var wg sync.WaitGroup
-			for range workers {
-				wg.Go(func() {
-					for n.Add(-1) >= 0 {
-						var created struct {
-							Task mcptest.Task `json:"task"`
-						}
-						c.MustCall("tools/call", map[string]any{"name": "textkit_ping", "arguments": map[string]any{}, "task": map[string]any{}}, &created)
-						if _, err := c.Call(ctx, "tasks/result", map[string]any{"taskId": created.Task.TaskID}); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
+	for _, store := range []string{"memory", "bolt"} {
+		for _, workers := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/c=%d", store, workers), func(b *testing.B) { benchTaskThroughput(b, store, workers) })
+		}
+	}
+}
+
+func benchTaskThroughput(b *testing.B, store string, workers int) {
+	c := stdioServer(b, store)
+	ctx := context.Background()
+	var n atomic.Int64
+	n.Store(int64(b.N))
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for n.Add(-1) >= 0 {
+				var created struct {
+					Task mcptest.Task `json:"task"`
+				}
+				c.MustCall("tools/call", map[string]any{"name": "textkit_ping", "arguments": map[string]any{}, "task": map[string]any{}}, &created)
+				if _, err := c.Call(ctx, "tasks/result", map[string]any{"taskId": created.Task.TaskID}); err != nil {
+					b.Error(err)
+					return
+				}
 			}
-			wg.Wait()
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
 		})
 	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
 }
 
 // httpServer serves one plugin in-process over Streamable HTTP.

@@ -44,6 +44,10 @@ const (
 	DefaultPollInterval = time.Second
 	DefaultMaxPerClient = 64
 
+	DefaultMaxResultBytes = 16 << 20
+	DefaultMaxStoredTasks = 100_000
+	DefaultMaxStoreMiB    = 1024
+
 	maxPluginName = 32
 )
 
@@ -112,6 +116,42 @@ type Tasks struct {
 	// MaxPerClient caps the unfinished tasks of one client (the local user on
 	// stdio, one session on HTTP), 1..100000. 0 means DefaultMaxPerClient.
 	MaxPerClient int `toml:"max_per_client"`
+	// Store is where tasks are kept: StoreBolt (a crash-safe file in DataDir,
+	// surviving restarts) or StoreMemory (gone when the server stops).
+	// "" means StoreBolt.
+	Store string `toml:"store"`
+	// DataDir holds the task store file (tasks.db), relative to the config
+	// file's directory. "" means $XDG_STATE_HOME/mcp-wasmhost, or
+	// ~/.local/state/mcp-wasmhost; Load and Parse return it absolute.
+	DataDir string `toml:"data_dir"`
+	// MaxResultBytes caps one stored result; a task whose result is larger
+	// fails with a message saying so, 1..MaxIOBytes*16. 0 means
+	// DefaultMaxResultBytes.
+	MaxResultBytes int `toml:"max_result_bytes"`
+	// MaxStoredTasks caps the tasks kept; while the store is full new tasks
+	// are refused (nothing stored is dropped), 1..10000000. 0 means
+	// DefaultMaxStoredTasks.
+	MaxStoredTasks int `toml:"max_stored_tasks"`
+	// MaxStoreMiB caps the bytes of stored results, 1..1048576. 0 means
+	// DefaultMaxStoreMiB.
+	MaxStoreMiB int `toml:"max_store_mib"`
+}
+
+// Values of Tasks.Store.
+const (
+	StoreBolt   = "bolt"
+	StoreMemory = "memory"
+)
+
+// DefaultDataDir returns where the task store lives when data_dir is "".
+func DefaultDataDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "mcp-wasmhost")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "mcp-wasmhost")
+	}
+	return filepath.Join(os.TempDir(), "mcp-wasmhost-state")
 }
 
 // Plugin holds one [[plugins]] table: a .wasm file and what it may use.
@@ -473,6 +513,29 @@ func (c *Config) finish(name, dir string) []error {
 	case tk.MaxPerClient < 1 || tk.MaxPerClient > 100000:
 		fail("tasks", "max_per_client %d out of range 1..100000", tk.MaxPerClient)
 	}
+	switch tk.Store {
+	case "":
+		tk.Store = StoreBolt
+	case StoreBolt, StoreMemory:
+	default:
+		fail("tasks", "store %q is not %q or %q", tk.Store, StoreBolt, StoreMemory)
+	}
+	if tk.DataDir == "" {
+		tk.DataDir = DefaultDataDir()
+	} else {
+		tk.DataDir = resolve(dir, tk.DataDir)
+	}
+	defaultInt := func(key string, v *int, def, lo, hi int) {
+		switch {
+		case *v == 0:
+			*v = def
+		case *v < lo || *v > hi:
+			fail("tasks", "%s %d out of range %d..%d", key, *v, lo, hi)
+		}
+	}
+	defaultInt("max_result_bytes", &tk.MaxResultBytes, DefaultMaxResultBytes, 1, MaxIOBytes*16)
+	defaultInt("max_stored_tasks", &tk.MaxStoredTasks, DefaultMaxStoredTasks, 1, 10_000_000)
+	defaultInt("max_store_mib", &tk.MaxStoreMiB, DefaultMaxStoreMiB, 1, 1<<20)
 
 	firstByName := make(map[string]int)
 	for i := range c.Plugins {

@@ -59,7 +59,9 @@ func TestParseDefaults(t *testing.T) {
 	dir := testDir(t)
 	defaultServer := Server{Name: DefaultServerName, LogLevel: DefaultLogLevel, CacheDir: defaultCacheDir()}
 	defaultTasks := Tasks{DefaultTTL: Duration{DefaultTaskTTL}, MaxTTL: Duration{DefaultMaxTaskTTL},
-		PollInterval: Duration{DefaultPollInterval}, MaxPerClient: DefaultMaxPerClient}
+		PollInterval: Duration{DefaultPollInterval}, MaxPerClient: DefaultMaxPerClient,
+		Store: StoreBolt, DataDir: DefaultDataDir(), MaxResultBytes: DefaultMaxResultBytes,
+		MaxStoredTasks: DefaultMaxStoredTasks, MaxStoreMiB: DefaultMaxStoreMiB}
 	defaultPlugin := func(name string) Plugin {
 		return Plugin{
 			Name:           name,

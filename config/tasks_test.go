@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,17 @@ import (
 )
 
 func TestTasks(t *testing.T) {
+	dir := t.TempDir()
+	store := func(tk config.Tasks) config.Tasks {
+		if tk.Store == "" {
+			tk.Store = config.StoreBolt
+		}
+		if tk.DataDir == "" {
+			tk.DataDir = config.DefaultDataDir()
+		}
+		tk.MaxResultBytes, tk.MaxStoredTasks, tk.MaxStoreMiB = config.DefaultMaxResultBytes, config.DefaultMaxStoredTasks, config.DefaultMaxStoreMiB
+		return tk
+	}
 	tests := []struct {
 		name, doc string
 		want      config.Tasks
@@ -27,10 +39,12 @@ func TestTasks(t *testing.T) {
 		{"poll too fast", "[tasks]\npoll_interval = \"1ms\"\n", config.Tasks{}, "poll_interval 1ms out of range"},
 		{"limit", "[tasks]\nmax_per_client = -1\n", config.Tasks{}, "max_per_client -1 out of range"},
 		{"unknown key", "[tasks]\nmax_tll = \"1h\"\n", config.Tasks{}, `:2: unknown key "tasks.max_tll"`},
+		{"bad store", "[tasks]\nstore = \"redis\"\n", config.Tasks{}, `store "redis" is not "bolt" or "memory"`},
+		{"bad result size", "[tasks]\nmax_result_bytes = -1\n", config.Tasks{}, "max_result_bytes -1 out of range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := config.Parse([]byte(tt.doc), "config.toml", t.TempDir())
+			cfg, err := config.Parse([]byte(tt.doc), "config.toml", dir)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("Parse(%q) = %v, want error containing %q", tt.doc, err, tt.err)
@@ -40,9 +54,21 @@ func TestTasks(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse(%q) = %v", tt.doc, err)
 			}
-			if cfg.Tasks != tt.want {
-				t.Errorf("Parse(%q).Tasks = %+v, want %+v", tt.doc, cfg.Tasks, tt.want)
+			if want := store(tt.want); cfg.Tasks != want {
+				t.Errorf("Parse(%q).Tasks = %+v, want %+v", tt.doc, cfg.Tasks, want)
 			}
 		})
+	}
+}
+
+func TestTaskStoreSettings(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.Parse([]byte("[tasks]\nstore = \"memory\"\ndata_dir = \"state\"\nmax_result_bytes = 1000\nmax_stored_tasks = 50\nmax_store_mib = 2\n"), "config.toml", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := cfg.Tasks
+	if tk.Store != "memory" || tk.DataDir != filepath.Join(dir, "state") || tk.MaxResultBytes != 1000 || tk.MaxStoredTasks != 50 || tk.MaxStoreMiB != 2 {
+		t.Errorf("Parse().Tasks = %+v", tk)
 	}
 }

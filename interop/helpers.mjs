@@ -93,7 +93,8 @@ export const q = (s) => JSON.stringify(s);
 /**
  * Copies config.toml with every relative path and host made absolute (against the repo
  * root, as the server resolves them against the config's folder), the writable /notes
- * grant moved to notes, and cache_dir set to cache. Everything else is kept as it is.
+ * grant moved to notes, cache_dir set to cache, and tasks kept in memory. Everything
+ * else is kept as it is.
  */
 export function rewriteConfig(toml, { notes, cache }) {
   // Split into tables: each starts at a line such as [server] or [[plugins.dirs]].
@@ -106,6 +107,9 @@ export function rewriteConfig(toml, { notes, cache }) {
       table = table.replace(/^(path|host)(\s*=\s*)"([^"]+)"/gm, (all, key, eq, p) =>
         isAbsolute(p) ? all : `${key}${eq}${q(join(repo, p))}`,
       );
+      // Tasks in memory: each test file starts several servers from this config, and
+      // a task store file admits one server at a time.
+      table = table.replace(/^store\s*=\s*"[^"]*"/m, 'store = "memory"');
       return table.replace(/^cache_dir\s*=\s*"[^"]*"/m, `cache_dir = ${q(cache)}`);
     })
     .join('');

@@ -13,6 +13,10 @@ import (
 	"time"
 )
 
+// ShutdownMessage is the status message of a task that was running when the Manager
+// closed.
+const ShutdownMessage = "the server shut down while this task was running; its work was lost (run it again)"
+
 // Options configures a Manager. The zero value is valid.
 type Options struct {
 	Store        Store         // nil: a new MemoryStore
@@ -22,7 +26,12 @@ type Options struct {
 	MaxPerOwner  int           // unfinished tasks one owner may have; 0 means 64
 	PageSize     int           // tasks per tasks/list page; 0 means 50
 	SweepEvery   time.Duration // how often expired tasks are purged; 0 means 30s
-	Logger       *slog.Logger  // nil discards
+	// Bounds on what is kept. A new task is refused while the store is full, and a
+	// result over MaxResultBytes fails its task; nothing stored is dropped to make room.
+	MaxResultBytes int          // 0 means 16 MiB
+	MaxStoredTasks int          // 0 means 100,000
+	MaxStoreBytes  int64        // 0 means 1 GiB
+	Logger         *slog.Logger // nil discards
 	// OnChange, if set, is called after every status change of a task (not at its
 	// creation), outside any lock. It must not block for long.
 	OnChange func(Task)
@@ -86,6 +95,15 @@ func NewManager(opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.MaxResultBytes <= 0 {
+		opts.MaxResultBytes = 16 << 20
+	}
+	if opts.MaxStoredTasks <= 0 {
+		opts.MaxStoredTasks = 100_000
+	}
+	if opts.MaxStoreBytes <= 0 {
+		opts.MaxStoreBytes = 1 << 30
+	}
 	m := &Manager{opts: opts, store: opts.Store, live: map[string]*live{}, unfin: map[string]int{},
 		stop: make(chan struct{}), swept: make(chan struct{})}
 	go m.sweep()
@@ -120,6 +138,10 @@ func (m *Manager) Start(ctx context.Context, owner string, ttl time.Duration, f 
 		return Task{}, fmt.Errorf("%w: %d are still running (the limit per client is %d); wait for one to finish or cancel one",
 			ErrTooMany, m.opts.MaxPerOwner, m.opts.MaxPerOwner)
 	}
+	if err := m.checkRoom(ctx); err != nil {
+		m.mu.Unlock()
+		return Task{}, err
+	}
 	// The task's context outlives the request: only Cancel and Close end it.
 	taskCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l := &live{cancel: cancel, changed: make(chan struct{}), done: make(chan struct{})}
@@ -144,13 +166,37 @@ func (m *Manager) Start(ctx context.Context, owner string, ttl time.Duration, f 
 	return t, nil
 }
 
+// checkRoom refuses a new task while the store is at one of its bounds.
+func (m *Manager) checkRoom(ctx context.Context) error {
+	st, err := m.store.Stats(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("task store: %w", err)
+	case st.Tasks >= m.opts.MaxStoredTasks:
+		return fmt.Errorf("%w: it holds %d tasks (max_stored_tasks); finished tasks are removed when their ttl ends", ErrStoreFull, st.Tasks)
+	case st.Bytes >= m.opts.MaxStoreBytes:
+		return fmt.Errorf("%w: its results take %d bytes (max_store_mib); finished tasks are removed when their ttl ends", ErrStoreFull, st.Bytes)
+	}
+	return nil
+}
+
 // finish records a task's outcome, unless it was cancelled meanwhile.
 func (m *Manager) finish(id string, result json.RawMessage, failed string, rpcErr *Error) {
+	if len(result) > m.opts.MaxResultBytes {
+		rpcErr = &Error{Code: -32603, Message: fmt.Sprintf("the result of %d bytes is larger than the %d bytes a task may keep (max_result_bytes)", len(result), m.opts.MaxResultBytes)}
+		result, failed = nil, ""
+	}
+	m.mu.Lock()
+	closing := m.closed
+	m.mu.Unlock()
 	t, err := m.update(id, func(t *Task) error {
 		if t.Status.Terminal() {
 			return ErrTerminal // cancelled: it stays cancelled whatever the work returned
 		}
 		switch {
+		case closing:
+			// Close stopped the work; what it returned is an artefact of that.
+			t.Status, t.StatusMessage = Failed, ShutdownMessage
 		case rpcErr != nil:
 			t.Status, t.StatusMessage, t.Error = Failed, rpcErr.Message, rpcErr
 		case failed != "":

@@ -20,8 +20,26 @@ type Store interface {
 	List(ctx context.Context, owner, after string, limit int) ([]Task, error)
 	// Delete removes a task; removing a missing task is not an error.
 	Delete(ctx context.Context, id string) error
-	// Expired returns the IDs of terminal tasks whose retention ended before now.
+	// Expired returns the IDs of terminal tasks whose retention ended before now
+	// (see ExpiresAt).
 	Expired(ctx context.Context, now time.Time) ([]string, error)
+	// Stats reports how much the store holds.
+	Stats(ctx context.Context) (Stats, error)
+}
+
+// Stats is what a Store holds.
+type Stats struct {
+	Tasks int   // tasks stored
+	Bytes int64 // bytes of their results and errors (what grows)
+}
+
+// Size is what a task adds to Stats.Bytes.
+func Size(t Task) int64 {
+	n := int64(len(t.Result))
+	if t.Error != nil {
+		n += int64(len(t.Error.Message) + len(t.Error.Data))
+	}
+	return n
 }
 
 // MemoryStore is a Store in memory: fast, and gone when the process ends.
@@ -29,6 +47,7 @@ type MemoryStore struct {
 	mu      sync.Mutex
 	tasks   map[string]Task
 	byOwner map[string][]string // IDs in (CreatedAt, ID) order
+	bytes   int64
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -45,9 +64,18 @@ func (s *MemoryStore) Put(_ context.Context, t Task) error {
 		ids := s.byOwner[t.Owner]
 		i, _ := slices.BinarySearchFunc(ids, t, func(id string, t Task) int { return compare(s.tasks[id], t) })
 		s.byOwner[t.Owner] = slices.Insert(ids, i, t.ID)
+	} else {
+		s.bytes -= Size(s.tasks[t.ID])
 	}
 	s.tasks[t.ID] = t
+	s.bytes += Size(t)
 	return nil
+}
+
+func (s *MemoryStore) Stats(context.Context) (Stats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{Tasks: len(s.tasks), Bytes: s.bytes}, nil
 }
 
 func (s *MemoryStore) Get(_ context.Context, id string) (Task, error) {
@@ -91,6 +119,7 @@ func (s *MemoryStore) Delete(_ context.Context, id string) error {
 		return nil
 	}
 	delete(s.tasks, id)
+	s.bytes -= Size(t)
 	s.byOwner[t.Owner] = slices.DeleteFunc(s.byOwner[t.Owner], func(x string) bool { return x == id })
 	if len(s.byOwner[t.Owner]) == 0 {
 		delete(s.byOwner, t.Owner)
@@ -103,7 +132,7 @@ func (s *MemoryStore) Expired(_ context.Context, now time.Time) ([]string, error
 	defer s.mu.Unlock()
 	var ids []string
 	for id, t := range s.tasks {
-		if expired(t, now) {
+		if t.Status.Terminal() && now.After(ExpiresAt(t)) {
 			ids = append(ids, id)
 		}
 	}
@@ -114,17 +143,15 @@ func (s *MemoryStore) Expired(_ context.Context, now time.Time) ([]string, error
 // kept, so that a client polling it can fetch its result.
 const ResultGrace = time.Minute
 
-// expired reports whether a task's retention has ended. A task that is not terminal
-// never expires, whatever its TTL.
-func expired(t Task, now time.Time) bool {
-	if !t.Status.Terminal() {
-		return false
-	}
+// ExpiresAt is when a terminal task's retention ends: CreatedAt + TTL, or ResultGrace
+// after it finished if it ran past its TTL. A task that is not terminal never expires,
+// whatever its TTL: stores only expire terminal tasks.
+func ExpiresAt(t Task) time.Time {
 	until := t.CreatedAt.Add(t.TTL)
 	if t.FinishedAt.After(until) {
 		until = t.FinishedAt.Add(ResultGrace)
 	}
-	return now.After(until)
+	return until
 }
 
 func compare(a, b Task) int {

@@ -62,10 +62,10 @@ type Task struct {
 
 // Errors of the Manager and the Store.
 var (
-	ErrNotFound    = errors.New("task not found")
-	ErrTerminal    = errors.New("task is already in a terminal status")
-	ErrTooMany     = errors.New("too many unfinished tasks")
-	ErrBadCursor   = errors.New("invalid cursor")
-	ErrClosed      = errors.New("task manager is closed")
-	ErrNoSuchInput = errors.New("no such pending input request")
+	ErrNotFound  = errors.New("task not found")
+	ErrTerminal  = errors.New("task is already in a terminal status")
+	ErrTooMany   = errors.New("too many unfinished tasks")
+	ErrBadCursor = errors.New("invalid cursor")
+	ErrClosed    = errors.New("task manager is closed")
+	ErrStoreFull = errors.New("the task store is full")
 )

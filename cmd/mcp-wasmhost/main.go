@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"syscall"
@@ -30,6 +31,7 @@ import (
 	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks/boltstore"
 )
 
 func main() {
@@ -93,12 +95,21 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 	defer catalog.Close(context.WithoutCancel(ctx))
 
+	store, err := openStore(cfg.Tasks)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
 	srv, err := host.New(catalog, host.Options{Name: cfg.Server.Name, Version: version(), Logger: logger,
 		Tasks: tasks.Options{
-			DefaultTTL:   cfg.Tasks.DefaultTTL.Duration,
-			MaxTTL:       cfg.Tasks.MaxTTL.Duration,
-			PollInterval: cfg.Tasks.PollInterval.Duration,
-			MaxPerOwner:  cfg.Tasks.MaxPerClient,
+			Store:          store,
+			DefaultTTL:     cfg.Tasks.DefaultTTL.Duration,
+			MaxTTL:         cfg.Tasks.MaxTTL.Duration,
+			PollInterval:   cfg.Tasks.PollInterval.Duration,
+			MaxPerOwner:    cfg.Tasks.MaxPerClient,
+			MaxResultBytes: cfg.Tasks.MaxResultBytes,
+			MaxStoredTasks: cfg.Tasks.MaxStoredTasks,
+			MaxStoreBytes:  int64(cfg.Tasks.MaxStoreMiB) << 20,
 		}})
 	if err != nil {
 		return err
@@ -140,6 +151,23 @@ func loadPlugins(ctx context.Context, e *sandbox.Engine, cfg *config.Config, log
 		return nil, fmt.Errorf("no plugin could be loaded: %w", errors.Join(errs...))
 	}
 	return plugins.NewCatalog(ok)
+}
+
+// taskStore is a tasks.Store that is closed when the server stops.
+type taskStore interface {
+	tasks.Store
+	Close() error
+}
+
+type memoryStore struct{ *tasks.MemoryStore }
+
+func (memoryStore) Close() error { return nil }
+
+func openStore(c config.Tasks) (taskStore, error) {
+	if c.Store == config.StoreMemory {
+		return memoryStore{tasks.NewMemoryStore()}, nil
+	}
+	return boltstore.Open(filepath.Join(c.DataDir, "tasks.db"))
 }
 
 func pluginSpec(pc config.Plugin) plugins.Spec {

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
 )
 
@@ -81,9 +84,28 @@ func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) string
 	return res.Content[0].(*mcp.TextContent).Text
 }
 
+// bundledConfig is config.toml as README's first command runs it, copied with its
+// relative paths made absolute and its state (task store, compilation cache) moved
+// into the test's own folders, so that a server the developer runs meanwhile does not
+// hold the task store's lock.
+func bundledConfig(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(testenv.Path("config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := regexp.MustCompile(`(?m)^(path|host) = "([^"/][^"]*)"`).ReplaceAllStringFunc(string(b), func(m string) string {
+		key, rel, _ := strings.Cut(m, ` = "`)
+		return fmt.Sprintf("%s = %q", key, testenv.Path(strings.TrimSuffix(rel, `"`)))
+	})
+	doc = strings.Replace(doc, `data_dir = ""`, fmt.Sprintf("data_dir = %q", t.TempDir()), 1)
+	doc = strings.Replace(doc, `cache_dir = ""`, fmt.Sprintf("cache_dir = %q", testenv.CacheDir()), 1)
+	return writeConfig(t, doc)
+}
+
 // TestBundledConfigOverStdio runs README's first command: the bundled config.toml.
 func TestBundledConfigOverStdio(t *testing.T) {
-	cs, stderr := connectStdio(t, "--config", testenv.Path("config.toml"))
+	cs, stderr := connectStdio(t, "--config", bundledConfig(t))
 	list, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +133,12 @@ func writeConfig(t *testing.T, body string) string {
 	return path
 }
 
+// serverTOML is the [server] and [tasks] tables of a test config: shared compilation
+// cache, a task store of the test's own.
+func serverTOML(t *testing.T) string {
+	return fmt.Sprintf("[server]\ncache_dir = %q\n\n[tasks]\ndata_dir = %q\n\n", testenv.CacheDir(), t.TempDir())
+}
+
 func pluginTOML(t *testing.T, name, rel, sha string) string {
 	if sha == "" {
 		sha = testenv.Spec(t, name, rel).SHA256
@@ -122,7 +150,7 @@ func pluginTOML(t *testing.T, name, rel, sha string) string {
 // lacks is refused with the reason in the log; the others are served.
 func TestRefusedPluginsLeaveTheRest(t *testing.T) {
 	wrong := strings.Repeat("ab", 32)
-	cfg := writeConfig(t, fmt.Sprintf("[server]\ncache_dir = %q\n\n", testenv.CacheDir())+
+	cfg := writeConfig(t, serverTOML(t)+
 		pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", "")+
 		pluginTOML(t, "tampered", "plugins/textkit/textkit.wasm", wrong)+
 		pluginTOML(t, "missiles", "testdata/wasm/missing_import.wasm", ""))
@@ -187,7 +215,7 @@ func TestVersion(t *testing.T) {
 
 // TestHTTP runs the binary with --http and calls a tool over Streamable HTTP.
 func TestHTTP(t *testing.T) {
-	cfg := writeConfig(t, fmt.Sprintf("[server]\ncache_dir = %q\n\n", testenv.CacheDir())+
+	cfg := writeConfig(t, serverTOML(t)+
 		pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
 	cmd := exec.Command(binary, "--config", cfg, "--http", "127.0.0.1:0")
 	stderr, err := cmd.StderrPipe()
@@ -222,5 +250,92 @@ func TestHTTP(t *testing.T) {
 	defer cs.Close()
 	if got := callText(t, cs, "textkit_ping", nil); got != "pong" {
 		t.Errorf("ping = %q", got)
+	}
+}
+
+// TestCrashRecovery kills the server with SIGKILL while tasks run: after a restart on
+// the same task store, every finished result is still there byte for byte, every task
+// that was running reports failed with the restart reason, and IDs stay unique.
+func TestCrashRecovery(t *testing.T) {
+	cfg := writeConfig(t, serverTOML(t)+
+		pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", "")+
+		pluginTOML(t, "toolbox", "plugins/toolbox/toolbox.wasm", ""))
+	start := func() (*mcptest.Client, *exec.Cmd) {
+		cmd := exec.Command(binary, "--config", cfg)
+		return mcptest.Dial(t, &mcp.CommandTransport{Command: cmd}, nil), cmd
+	}
+	c, cmd := start()
+	finished := map[string]json.RawMessage{}
+	for i := range 100 {
+		var created mcptest.Task
+		if i%2 == 0 {
+			created = c.CreateTask("textkit_ping", map[string]any{}, map[string]any{}, nil)
+		} else {
+			created = c.CreateTask("toolbox_slow_count", map[string]any{"to": i%7 + 1, "delay_ms": 0}, map[string]any{}, nil)
+		}
+		var res json.RawMessage
+		c.MustCall("tasks/result", map[string]any{"taskId": created.TaskID}, &res)
+		finished[created.TaskID] = res
+	}
+	var running []string
+	for range 20 {
+		running = append(running, c.CreateTask("toolbox_timer", map[string]any{"seconds": 25}, map[string]any{}, nil).TaskID)
+	}
+	c.WaitStatus(running[len(running)-1], "working")
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL: no shutdown code runs
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	c, _ = start()
+	for id, want := range finished {
+		var got json.RawMessage
+		c.MustCall("tasks/result", map[string]any{"taskId": id}, &got)
+		if string(got) != string(want) {
+			t.Fatalf("tasks/result(%s) after the crash = %s, want %s", id, got, want)
+		}
+	}
+	for _, id := range running {
+		got := c.Get(id)
+		if got.Status != "failed" || !strings.Contains(got.StatusMessage, "server restarted") {
+			t.Errorf("running task after the crash = %s %q, want failed with the restart reason", got.Status, got.StatusMessage)
+		}
+	}
+	// New tasks get new IDs, and all of them are listed.
+	fresh := c.CreateTask("textkit_ping", map[string]any{}, map[string]any{}, nil).TaskID
+	if _, dup := finished[fresh]; dup || slices.Contains(running, fresh) {
+		t.Errorf("ID %s issued again after the restart", fresh)
+	}
+	seen, cursor := 0, ""
+	for {
+		var page struct {
+			Tasks      []mcptest.Task `json:"tasks"`
+			NextCursor string         `json:"nextCursor"`
+		}
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		c.MustCall("tasks/list", params, &page)
+		seen += len(page.Tasks)
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if seen != 121 {
+		t.Errorf("tasks/list after the crash lists %d tasks, want 121", seen)
+	}
+}
+
+// TestStoreLocked: a second server on the same task store refuses to start, naming it.
+func TestStoreLocked(t *testing.T) {
+	cfg := writeConfig(t, serverTOML(t)+pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
+	first, _ := connectStdio(t, "--config", cfg)
+	if _, err := first.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary, "--config", cfg).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "tasks.db is locked by another process") {
+		t.Errorf("second server = %v:\n%s\nwant a refusal naming the locked store", err, out)
 	}
 }

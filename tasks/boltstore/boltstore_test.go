@@ -1,0 +1,181 @@
+package boltstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks/boltstore"
+)
+
+func open(t *testing.T, path string) *boltstore.Store {
+	t.Helper()
+	s, err := boltstore.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func task(id, owner string, created time.Time, status tasks.Status) tasks.Task {
+	return tasks.Task{ID: id, Owner: owner, Status: status, CreatedAt: created, LastUpdatedAt: created,
+		TTL: time.Minute, PollInterval: time.Second}
+}
+
+func TestRoundTripAndReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	s := open(t, path)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	done := task("done", "local", now, tasks.Completed)
+	done.FinishedAt = now
+	done.Result = json.RawMessage(`{"content":[{"type":"text","text":"<b>&\u00e9</b>"}],  "x":1}`)
+	failed := task("failed", "local", now.Add(time.Millisecond), tasks.Failed)
+	failed.Error = &tasks.Error{Code: -32603, Message: "boom", Data: json.RawMessage(`{"why":"x"}`)}
+	running := task("running", "local", now.Add(2*time.Millisecond), tasks.Working)
+	waiting := task("waiting", "session:abc", now.Add(3*time.Millisecond), tasks.InputRequired)
+	for _, x := range []tasks.Task{done, failed, running, waiting} {
+		if err := s.Put(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, _ := s.Stats(ctx); st.Tasks != 4 || st.Bytes != tasks.Size(done)+tasks.Size(failed) {
+		t.Errorf("Stats() = %+v", st)
+	}
+	s.Close()
+
+	// As after a crash: reopen.
+	s = open(t, path)
+	defer s.Close()
+	got, err := s.Get(ctx, "done")
+	if err != nil || string(got.Result) != string(done.Result) || got.Status != tasks.Completed {
+		t.Errorf("Get(done) = %s %s, %v; want the result byte for byte", got.Status, got.Result, err)
+	}
+	if got, _ := s.Get(ctx, "failed"); got.Error == nil || got.Error.Message != "boom" || string(got.Error.Data) != `{"why":"x"}` {
+		t.Errorf("Get(failed).Error = %+v", got.Error)
+	}
+	for _, id := range []string{"running", "waiting"} {
+		got, _ := s.Get(ctx, id)
+		if got.Status != tasks.Failed || got.StatusMessage != boltstore.RestartMessage || got.FinishedAt.IsZero() {
+			t.Errorf("Get(%s) after restart = %s %q, want failed with the restart message", id, got.Status, got.StatusMessage)
+		}
+	}
+	if st, _ := s.Stats(ctx); st.Tasks != 4 {
+		t.Errorf("Stats() after reopen = %+v, want 4 tasks", st)
+	}
+	if _, err := s.Get(ctx, "nope"); !errors.Is(err, tasks.ErrNotFound) {
+		t.Errorf("Get(nope) = %v, want ErrNotFound", err)
+	}
+}
+
+func TestListAndExpiry(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "tasks.db"))
+	defer s.Close()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 7 {
+		x := task(string(rune('a'+i)), "me", base.Add(time.Duration(i)*time.Second), tasks.Completed)
+		x.FinishedAt = x.CreatedAt
+		s.Put(ctx, x)
+	}
+	s.Put(ctx, task("other", "you", base, tasks.Working))
+	var ids []string
+	after := ""
+	for {
+		page, err := s.List(ctx, "me", after, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, x := range page {
+			ids = append(ids, x.ID)
+		}
+		after = page[len(page)-1].ID
+	}
+	if strings.Join(ids, "") != "abcdefg" {
+		t.Errorf("listed %v, want a..g in creation order", ids)
+	}
+	if _, err := s.List(ctx, "you", "a", 3); !errors.Is(err, tasks.ErrBadCursor) {
+		t.Errorf("List with another owner's cursor = %v, want ErrBadCursor", err)
+	}
+	// TTL is a minute: at base+62s, a (t=0) and b (t=1s) have expired; the working
+	// task never does.
+	expired, _ := s.Expired(ctx, base.Add(61500*time.Millisecond))
+	if strings.Join(expired, ",") != "a,b" {
+		t.Errorf("Expired() = %v, want [a b]", expired)
+	}
+	s.Delete(ctx, "a")
+	if st, _ := s.Stats(ctx); st.Tasks != 7 {
+		t.Errorf("Stats() after a delete = %+v", st)
+	}
+	if expired, _ := s.Expired(ctx, base.Add(24*time.Hour)); len(expired) != 6 {
+		t.Errorf("Expired(a day later) = %v, want the 6 finished tasks, not the working one", expired)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	locked := filepath.Join(dir, "locked.db")
+	holder := open(t, locked)
+	defer holder.Close()
+	corrupt := filepath.Join(dir, "corrupt.db")
+	os.WriteFile(corrupt, []byte(strings.Repeat("not a database ", 1000)), 0o600)
+	aDir := filepath.Join(dir, "adir.db")
+	os.Mkdir(aDir, 0o700)
+	tests := []struct {
+		path, want string
+	}{
+		{locked, "is locked by another process"},
+		{corrupt, "is corrupt or not a task store"},
+		{aDir, aDir},
+	}
+	for _, tt := range tests {
+		_, err := boltstore.Open(tt.path)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.path) {
+			t.Errorf("Open(%s) = %v, want an error naming the file and containing %q", tt.path, err, tt.want)
+		}
+	}
+	if b, _ := os.ReadFile(corrupt); !strings.HasPrefix(string(b), "not a database") {
+		t.Error("the corrupt file was changed")
+	}
+}
+
+func TestManagerOnBolt(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	s := open(t, path)
+	m := tasks.NewManager(tasks.Options{Store: s, MaxResultBytes: 10})
+	small, _ := m.Start(ctx, "local", 0, func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+		return json.RawMessage(`{"ok":1}`), "", nil
+	})
+	big, _ := m.Start(ctx, "local", 0, func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+		return json.RawMessage(`{"ok":"far too long"}`), "", nil
+	})
+	if got, _ := m.Wait(ctx, "local", small.ID); got.Status != tasks.Completed {
+		t.Errorf("small result: %s", got.Status)
+	}
+	if got, _ := m.Wait(ctx, "local", big.ID); got.Status != tasks.Failed || !strings.Contains(got.StatusMessage, "max_result_bytes") {
+		t.Errorf("big result: %s %q, want failed naming max_result_bytes", got.Status, got.StatusMessage)
+	}
+	m.Close(ctx)
+	s.Close()
+
+	s = open(t, path)
+	defer s.Close()
+	m = tasks.NewManager(tasks.Options{Store: s, MaxStoredTasks: 2})
+	defer m.Close(ctx)
+	if got, err := m.Get(ctx, "local", small.ID); err != nil || string(got.Result) != `{"ok":1}` {
+		t.Errorf("after restart: %s, %v", got.Result, err)
+	}
+	if _, err := m.Start(ctx, "local", 0, nil); !errors.Is(err, tasks.ErrStoreFull) {
+		t.Errorf("Start with the store full = %v, want ErrStoreFull", err)
+	}
+}
