@@ -165,3 +165,20 @@ func BenchmarkToolsCall(b *testing.B) {
 
 // nop is a host function that does nothing and returns 0.
 var nop = api.GoModuleFunc(func(_ context.Context, _ api.Module, s []uint64) { s[0] = 0 })
+
+// BenchmarkToolsCallStdio is a sync tools/call round trip to the real binary over
+// stdio, from a raw JSON-RPC client, for the C guest.
+func BenchmarkToolsCallStdio(b *testing.B) {
+	c := stdioServer(b, "memory")
+	params := map[string]any{"name": "textkit_ping", "arguments": map[string]any{}}
+	lat := newLatencies(b)
+	ctx := context.Background()
+	for b.Loop() {
+		start := time.Now()
+		if _, err := c.Call(ctx, "tools/call", params); err != nil {
+			b.Fatal(err)
+		}
+		lat.add(time.Since(start))
+	}
+	lat.report()
+}
