@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/host"
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
 	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
 )
@@ -169,13 +170,16 @@ var nop = api.GoModuleFunc(func(_ context.Context, _ api.Module, s []uint64) { s
 // BenchmarkToolsCallStdio is a sync tools/call round trip to the real binary over
 // stdio, from a raw JSON-RPC client, for the C guest.
 func BenchmarkToolsCallStdio(b *testing.B) {
-	c := stdioServer(b, "memory")
-	params := map[string]any{"name": "textkit_ping", "arguments": map[string]any{}}
+	roundTrips(b, stdioServer(b, "memory"), "tools/call", map[string]any{"name": "textkit_ping", "arguments": map[string]any{}})
+}
+
+// roundTrips times one request after another and reports their percentiles.
+func roundTrips(b *testing.B, c *mcptest.Client, method string, params any) {
 	lat := newLatencies(b)
 	ctx := context.Background()
 	for b.Loop() {
 		start := time.Now()
-		if _, err := c.Call(ctx, "tools/call", params); err != nil {
+		if _, err := c.Call(ctx, method, params); err != nil {
 			b.Fatal(err)
 		}
 		lat.add(time.Since(start))

@@ -65,18 +65,7 @@ func BenchmarkTaskCreate(b *testing.B) {
 }
 
 func benchTaskCreate(b *testing.B, store string) {
-	c := stdioServer(b, store)
-	params := map[string]any{"name": "textkit_ping", "arguments": map[string]any{}, "task": map[string]any{}}
-	lat := newLatencies(b)
-	ctx := context.Background()
-	for b.Loop() {
-		start := time.Now()
-		if _, err := c.Call(ctx, "tools/call", params); err != nil {
-			b.Fatal(err)
-		}
-		lat.add(time.Since(start))
-	}
-	lat.report()
+	roundTrips(b, stdioServer(b, store), "tools/call", map[string]any{"name": "textkit_ping", "arguments": map[string]any{}, "task": map[string]any{}})
 }
 
 // BenchmarkTaskThroughput is tasks created and completed per second over stdio: each

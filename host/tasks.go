@@ -148,16 +148,7 @@ func taskError(err error, id string) error {
 // registerTaskMethods adds the tasks/* methods of MCP 2025-11-25.
 func (s *Server) registerTaskMethods() error {
 	return errors.Join(
-		mcp.AddReceivingCustomMethod(s.mcp, "tasks/get", func(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
-			if p == nil || p.TaskID == "" {
-				return nil, invalidParams("taskId is required")
-			}
-			t, err := s.tasks.Get(ctx, owner(ss), p.TaskID)
-			if err != nil {
-				return nil, taskError(err, p.TaskID)
-			}
-			return &taskResult{wireTask: toWire(t)}, nil
-		}),
+		mcp.AddReceivingCustomMethod(s.mcp, "tasks/get", taskMethod(s.tasks.Get)),
 		mcp.AddReceivingCustomMethod(s.mcp, "tasks/result", s.taskResult),
 		mcp.AddReceivingCustomMethod(s.mcp, "tasks/list", func(ctx context.Context, ss *mcp.ServerSession, p *listTasksParams) (*listTasksResult, error) {
 			cursor := ""
@@ -174,17 +165,23 @@ func (s *Server) registerTaskMethods() error {
 			}
 			return res, nil
 		}),
-		mcp.AddReceivingCustomMethod(s.mcp, "tasks/cancel", func(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
-			if p == nil || p.TaskID == "" {
-				return nil, invalidParams("taskId is required")
-			}
-			t, err := s.tasks.Cancel(ctx, owner(ss), p.TaskID)
-			if err != nil {
-				return nil, taskError(err, p.TaskID)
-			}
-			return &taskResult{wireTask: toWire(t)}, nil
-		}),
+		mcp.AddReceivingCustomMethod(s.mcp, "tasks/cancel", taskMethod(s.tasks.Cancel)),
 	)
+}
+
+// taskMethod serves a method that takes a taskId and answers the task (tasks/get,
+// tasks/cancel) with op, for the caller's own tasks only.
+func taskMethod(op func(ctx context.Context, owner, id string) (tasks.Task, error)) func(context.Context, *mcp.ServerSession, *taskIDParams) (*taskResult, error) {
+	return func(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
+		if p == nil || p.TaskID == "" {
+			return nil, invalidParams("taskId is required")
+		}
+		t, err := op(ctx, owner(ss), p.TaskID)
+		if err != nil {
+			return nil, taskError(err, p.TaskID)
+		}
+		return &taskResult{wireTask: toWire(t)}, nil
+	}
 }
 
 // taskResult blocks until the task is terminal and answers exactly what the call would
