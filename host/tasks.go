@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -274,7 +275,7 @@ func taskRequest(p *mcp.CallToolParamsRaw) (*taskParams, error) {
 	}
 	var tp taskParams
 	if err := json.Unmarshal(b, &tp); err != nil {
-		return nil, fmt.Errorf("params.task: %w", err)
+		return nil, fmt.Errorf(`params.task must be an object such as {"ttl": 60000} (ttl in whole milliseconds, optional): %s`, b)
 	}
 	if tp.TTL != nil && *tp.TTL < 0 {
 		return nil, errors.New("params.task.ttl must not be negative")
@@ -331,7 +332,8 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 	}
 	var ttl time.Duration
 	if tp.TTL != nil {
-		ttl = time.Duration(*tp.TTL) * time.Millisecond
+		// Saturate instead of overflowing; the manager clamps to max_ttl.
+		ttl = time.Duration(min(*tp.TTL, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 	}
 	ss, own := req.Session, owner(req.Session)
 	args, progressToken := req.Params.Arguments, req.Params.GetProgressToken()

@@ -77,6 +77,8 @@ func TestTaskRules(t *testing.T) {
 			jsonrpc.CodeInvalidParams, "invalid arguments"},
 		{"bad ttl", map[string]any{"name": "toolbox_timer", "arguments": map[string]any{"seconds": 0}, "task": map[string]any{"ttl": -5}},
 			jsonrpc.CodeInvalidParams, "ttl"},
+		{"task not an object", map[string]any{"name": "toolbox_timer", "arguments": map[string]any{"seconds": 0}, "task": "soon"},
+			jsonrpc.CodeInvalidParams, `params.task must be an object such as {"ttl": 60000}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,6 +105,10 @@ func TestTaskLifecycle(t *testing.T) {
 			map[string]any{"progressToken": "tok"})
 		if created.TTL == nil || *created.TTL != 60_000 {
 			t.Errorf("ttl = %v, want the requested hour clamped to 60000", created.TTL)
+		}
+		huge := c.CreateTask("textkit_ping", map[string]any{}, map[string]any{"ttl": int64(1) << 62}, nil)
+		if huge.TTL == nil || *huge.TTL != 60_000 {
+			t.Errorf("ttl = %v, want a huge ttl clamped to 60000, not overflowed", huge.TTL)
 		}
 		if created.PollInterval <= 0 || created.CreatedAt == "" || created.LastUpdatedAt == "" {
 			t.Errorf("created task = %+v, want pollInterval and timestamps", created)
