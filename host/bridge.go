@@ -82,8 +82,47 @@ func (b *bridge) Request(ctx context.Context, method string, params []byte) ([]b
 	switch method {
 	case "elicit":
 		return b.elicit(ctx, params)
+	case "sample":
+		return b.sample(ctx, params)
 	}
 	return nil, sandbox.ErrUnsupported
+}
+
+// sample asks the client's model for a completion (sampling/createMessage). Inside a
+// task it goes the way of user input: input_required until the client answers.
+func (b *bridge) sample(ctx context.Context, params []byte) ([]byte, error) {
+	var p mcp.CreateMessageParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, fmt.Errorf("sample params: %w", err)
+	}
+	if len(p.Messages) == 0 || p.MaxTokens <= 0 {
+		return nil, errors.New("sample params: messages and a positive maxTokens are required")
+	}
+	init := b.session.InitializeParams()
+	if init == nil || init.Capabilities == nil || init.Capabilities.Sampling == nil {
+		return nil, sandbox.ErrUnavailable
+	}
+	if b.task == nil {
+		res, err := b.session.CreateMessage(ctx, &p)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(res)
+	}
+	p.Meta = mcp.Meta{relatedTaskKey: map[string]string{"taskId": b.task.ID()}}
+	return b.ask(ctx, "sampling/createMessage", &p)
+}
+
+// ask sends a request to the client on behalf of a task (see Server.deliverInput) and
+// waits for the answer.
+func (b *bridge) ask(ctx context.Context, method string, params any) ([]byte, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	return b.task.Ask(ctx, method, raw, func(in *tasks.Input) {
+		go b.srv.deliverInput(ctx, b.session, b.owner, b.task.ID(), in)
+	})
 }
 
 func (b *bridge) elicit(ctx context.Context, params []byte) ([]byte, error) {
@@ -134,13 +173,7 @@ func (b *bridge) elicit(ctx context.Context, params []byte) ([]byte, error) {
 // standalone stream); a waiting tasks/result also carries it. The first answer wins.
 func (b *bridge) elicitInTask(ctx context.Context, ep *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	ep.Meta = mcp.Meta{relatedTaskKey: map[string]string{"taskId": b.task.ID()}}
-	params, err := json.Marshal(ep)
-	if err != nil {
-		return nil, err
-	}
-	reply, err := b.task.Ask(ctx, "elicitation/create", params, func(in *tasks.Input) {
-		go b.srv.deliverInput(ctx, b.session, b.owner, b.task.ID(), in)
-	})
+	reply, err := b.ask(ctx, "elicitation/create", ep)
 	if err != nil {
 		return nil, err
 	}

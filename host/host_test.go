@@ -325,6 +325,18 @@ func TestProgressAndLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	call(t, cs, "toolbox_write_note", map[string]any{"name": "n.txt", "text": "hi"})
+	// The client runs notification handlers on their own goroutines: one may still be
+	// running when the call has returned.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		done := len(progress) == 5 && len(logs) == 1
+		mu.Unlock()
+		if done || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if want := []float64{1, 2, 3, 4, 5}; fmt.Sprint(progress) != fmt.Sprint(want) {
@@ -410,5 +422,28 @@ func TestStructuredOutput(t *testing.T) {
 		if tool.Name == "textkit_stats" && tool.OutputSchema == nil {
 			t.Error("textkit_stats has no outputSchema in tools/list")
 		}
+	}
+}
+
+func TestSampling(t *testing.T) {
+	f := newFixture(t)
+	var got *mcp.CreateMessageParams
+	cs := f.connect(t, &mcp.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			got = r.Params
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "test-model", Content: &mcp.TextContent{Text: "A short summary."}}, nil
+		},
+	})
+	res := call(t, cs, "toolbox_summarize", map[string]any{"text": "A long text about many things.", "max_words": 10})
+	if res.IsError || text(t, res) != "A short summary." {
+		t.Fatalf("summarize = %q (isError %v)", text(t, res), res.IsError)
+	}
+	if got == nil || got.MaxTokens != 40 || !strings.Contains(got.SystemPrompt, "at most 10 words") {
+		t.Errorf("sampling request = %+v", got)
+	}
+	// A client without the sampling capability gets a clear tool error.
+	plain := f.connect(t, nil)
+	if res := call(t, plain, "toolbox_summarize", map[string]any{"text": "x"}); !res.IsError || !strings.Contains(text(t, res), "could not ask the client's model") {
+		t.Errorf("summarize without sampling = %q", text(t, res))
 	}
 }

@@ -229,17 +229,32 @@ func finalResult(t tasks.Task) (*rawResult, error) {
 	return &rawResult{raw: t.Result, taskID: t.ID}, nil
 }
 
-// deliverInput sends a pending input request to the client with ctx's routing (the
+// deliverInput sends a pending request (elicitation or sampling) to the client with ctx's routing (the
 // stream of the request ctx belongs to, or the session's standalone stream for a
 // detached ctx) and records the answer. A transport failure leaves the request pending
 // for another delivery; an answer, even an error from the client, settles it.
 func (s *Server) deliverInput(ctx context.Context, ss *mcp.ServerSession, own, taskID string, in *tasks.Input) {
-	var ep mcp.ElicitParams
-	if err := json.Unmarshal(in.Params, &ep); err != nil {
-		s.tasks.Answer(own, taskID, in.Key, tasks.Reply{Err: err})
+	var send func() (any, error)
+	switch in.Method {
+	case "elicitation/create":
+		var p mcp.ElicitParams
+		if err := json.Unmarshal(in.Params, &p); err != nil {
+			s.tasks.Answer(own, taskID, in.Key, tasks.Reply{Err: err})
+			return
+		}
+		send = func() (any, error) { return ss.Elicit(ctx, &p) }
+	case "sampling/createMessage":
+		var p mcp.CreateMessageParams
+		if err := json.Unmarshal(in.Params, &p); err != nil {
+			s.tasks.Answer(own, taskID, in.Key, tasks.Reply{Err: err})
+			return
+		}
+		send = func() (any, error) { return ss.CreateMessage(ctx, &p) }
+	default:
+		s.tasks.Answer(own, taskID, in.Key, tasks.Reply{Err: fmt.Errorf("no way to deliver %s", in.Method)})
 		return
 	}
-	res, err := ss.Elicit(ctx, &ep)
+	res, err := send()
 	var wire *jsonrpc.Error
 	switch {
 	case err == nil:

@@ -361,3 +361,21 @@ func TestTaskTTLExpiry(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestTaskSampling(t *testing.T) {
+	f := newFixture(t)
+	transports(t, f, func(t *testing.T, dial func(func(*jsonrpc.Request) (any, error)) *mcptest.Client) {
+		c := dial(func(r *jsonrpc.Request) (any, error) {
+			if r.Method == "sampling/createMessage" && strings.Contains(string(r.Params), "io.modelcontextprotocol/related-task") {
+				return map[string]any{"role": "assistant", "model": "m", "content": map[string]any{"type": "text", "text": "summed up"}}, nil
+			}
+			return map[string]any{"action": "decline"}, nil
+		})
+		created := c.CreateTask("toolbox_summarize", map[string]any{"text": "long"}, map[string]any{}, nil)
+		var res mcp.CallToolResult
+		c.MustCall("tasks/result", map[string]any{"taskId": created.TaskID}, &res)
+		if b, _ := json.Marshal(res.Content); !strings.Contains(string(b), "summed up") {
+			t.Errorf("result = %s", b)
+		}
+	})
+}

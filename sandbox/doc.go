@@ -6,8 +6,10 @@
 // The sandbox denies by default. A guest gets no arguments, no environment, no files,
 // no network and no host access except the host functions of the ABI and what the
 // operator grants in [Grants]: named environment variables and directory mounts,
-// read-only unless marked writable. Random numbers come from crypto/rand and clocks are
-// real, because wazero's defaults (a fixed seed, a frozen clock) break tools silently.
+// read-only unless marked writable. A guest cannot leave a granted directory, not even
+// through a symbolic link that points out of it, and cannot create symbolic links
+// (package rootfs). Random numbers come from crypto/rand and clocks are real, because
+// wazero's defaults (a fixed seed, a frozen clock) break tools silently.
 //
 // Every byte a guest hands the host is hostile: host functions check each pointer and
 // length against the guest's memory and the limits in docs/ABI.md, copy what they read,

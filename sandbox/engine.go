@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -14,7 +15,10 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox/rootfs"
 )
 
 // ABIVersion is the guest ABI this host implements (docs/ABI.md).
@@ -124,6 +128,7 @@ type Module struct {
 	runtime  wazero.Runtime
 	compiled wazero.CompiledModule
 	config   wazero.ModuleConfig
+	mounts   []*rootfs.FS // the granted directories, closed after the runtime
 
 	instances atomic.Int64 // created so far
 	live      atomic.Int64 // not yet closed
@@ -139,9 +144,11 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 		// A context must be able to stop a guest that never calls the host. It costs
 		// loop-heavy guests time (docs/DESIGN.md); correctness comes first.
 		WithCloseOnContextDone(true))
+	var mounts []*rootfs.FS
 	defer func() {
 		if err != nil {
 			_ = rt.Close(ctx)
+			_ = closeMounts(mounts)
 		}
 	}()
 
@@ -169,7 +176,7 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 			return nil, fmt.Errorf("instantiate host modules for plugin %q: %w", spec.Name, err)
 		}
 	}
-	config, err := moduleConfig(spec.Grants)
+	config, mounts, err := moduleConfig(spec.Grants)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
 	}
@@ -180,6 +187,7 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 		runtime:  rt,
 		compiled: compiled,
 		config:   config,
+		mounts:   mounts,
 	}
 	if err := m.checkVersion(ctx); err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
@@ -199,26 +207,38 @@ func (m *Module) Instances() int64 { return m.instances.Load() }
 // Live returns how many instances of the module exist now.
 func (m *Module) Live() int64 { return m.live.Load() }
 
-// Close releases the module's runtime. Calls still running end with an error.
+// Close releases the module's runtime and its granted directories. Calls still
+// running end with an error.
 func (m *Module) Close(ctx context.Context) error {
-	return m.runtime.Close(ctx)
+	err := m.runtime.Close(ctx)
+	return errors.Join(err, closeMounts(m.mounts))
 }
 
-func moduleConfig(g Grants) (wazero.ModuleConfig, error) {
+// moduleConfig builds the configuration every instance starts from. Granted
+// directories are mounted through rootfs, which keeps a guest inside them even where
+// symbolic links point out (wazero's own dir mounts follow those, issue #2321); the
+// mounts it returns must be closed after the runtime.
+func moduleConfig(g Grants) (wazero.ModuleConfig, []*rootfs.FS, error) {
+	var mounts []*rootfs.FS
+	fail := func(err error) (wazero.ModuleConfig, []*rootfs.FS, error) {
+		_ = closeMounts(mounts)
+		return nil, nil, err
+	}
 	fsc := wazero.NewFSConfig()
 	for _, d := range g.Dirs {
 		info, err := os.Stat(d.Host)
 		if err != nil {
-			return nil, fmt.Errorf("directory grant %s: %w", d.Host, err)
+			return fail(fmt.Errorf("directory grant %s: %w", d.Host, err))
 		}
 		if !info.IsDir() {
-			return nil, fmt.Errorf("directory grant %s: %w", d.Host, fs.ErrInvalid)
+			return fail(fmt.Errorf("directory grant %s: %w", d.Host, fs.ErrInvalid))
 		}
-		if d.Writable {
-			fsc = fsc.WithDirMount(d.Host, d.Guest)
-		} else {
-			fsc = fsc.WithReadOnlyDirMount(d.Host, d.Guest)
+		mount, err := rootfs.New(d.Host, d.Writable)
+		if err != nil {
+			return fail(fmt.Errorf("directory grant %s: %w", d.Host, err))
 		}
+		mounts = append(mounts, mount)
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(mount, d.Guest)
 	}
 	c := wazero.NewModuleConfig().
 		WithName(""). // anonymous, so that many instances can live at once
@@ -236,7 +256,15 @@ func moduleConfig(g Grants) (wazero.ModuleConfig, error) {
 	for _, k := range keys {
 		c = c.WithEnv(k, g.Env[k])
 	}
-	return c, nil
+	return c, mounts, nil
+}
+
+func closeMounts(mounts []*rootfs.FS) error {
+	var errs []error
+	for _, m := range mounts {
+		errs = append(errs, m.Close())
+	}
+	return errors.Join(errs...)
 }
 
 func checkImports(m wazero.CompiledModule, provided map[string]wazero.CompiledModule) error {

@@ -14,6 +14,8 @@ import (
 type TestHost struct {
 	// Elicit answers Call.Elicit; nil answers ErrUnavailable.
 	Elicit func(message string, schema json.RawMessage) (*ElicitResult, error)
+	// Sample answers Call.Sample; nil answers ErrUnavailable.
+	Sample func(SampleRequest) (*SampleResult, error)
 
 	mu       sync.Mutex
 	logs     []LogEntry
@@ -64,7 +66,22 @@ func (b testBackend) log(level Level, msg string)              { b.h.log(level, 
 func (b testBackend) progress(done, total float64, msg string) { b.h.progressReport(done, total, msg) }
 
 func (b testBackend) request(method string, params []byte) ([]byte, error) {
-	if method != "elicit" {
+	switch method {
+	case "elicit":
+	case "sample":
+		if b.h.Sample == nil {
+			return nil, ErrUnavailable
+		}
+		var req SampleRequest
+		if err := json.Unmarshal(params, &req); err != nil {
+			return nil, err
+		}
+		r, err := b.h.Sample(req)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(r)
+	default:
 		return nil, ErrUnsupported
 	}
 	if b.h.Elicit == nil {

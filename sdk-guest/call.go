@@ -80,3 +80,44 @@ func (c *Call) Elicit(message string, schema any) (*ElicitResult, error) {
 	}
 	return &r, nil
 }
+
+// SampleRequest asks the client's language model for a completion (MCP
+// sampling/createMessage). The client, and usually the user, decide whether and how.
+type SampleRequest struct {
+	Messages     []SampleMessage `json:"messages"`
+	SystemPrompt string          `json:"systemPrompt,omitempty"`
+	MaxTokens    int             `json:"maxTokens"`
+	Temperature  float64         `json:"temperature,omitempty"`
+}
+
+// SampleMessage is one turn of the conversation sent for sampling.
+type SampleMessage struct {
+	Role    string  `json:"role"` // user or assistant
+	Content Content `json:"content"`
+}
+
+// SampleResult is the model's answer.
+type SampleResult struct {
+	Role       string  `json:"role"`
+	Content    Content `json:"content"`
+	Model      string  `json:"model"`
+	StopReason string  `json:"stopReason,omitempty"`
+}
+
+// Sample asks the client's model for a completion and blocks until it answers. It
+// returns ErrUnavailable when the client declared no sampling capability.
+func (c *Call) Sample(req SampleRequest) (*SampleResult, error) {
+	params, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encode sampling request: %w", err)
+	}
+	reply, err := c.backend.request("sample", params)
+	if err != nil {
+		return nil, err
+	}
+	var r SampleResult
+	if err := json.Unmarshal(reply, &r); err != nil {
+		return nil, fmt.Errorf("decode sampling reply: %w", err)
+	}
+	return &r, nil
+}

@@ -154,3 +154,27 @@ func ExampleCallTool() {
 	fmt.Println(res.Content[0].Text)
 	// Output: Hello, world!
 }
+
+func TestSampleThroughTestHost(t *testing.T) {
+	h := &guest.TestHost{Sample: func(r guest.SampleRequest) (*guest.SampleResult, error) {
+		return &guest.SampleResult{Role: "assistant", Model: "m", Content: guest.Content{Type: "text", Text: "echo: " + r.Messages[0].Content.Text}}, nil
+	}}
+	res, err := guest.CallTool(h, "sampler", map[string]any{})
+	if err != nil || res.Content[0].Text != "echo: hi" {
+		t.Fatalf("sampler = %+v, %v", res, err)
+	}
+	res, _ = guest.CallTool(nil, "sampler", map[string]any{})
+	if !res.IsError || !strings.Contains(res.Content[0].Text, "cannot be asked") {
+		t.Errorf("sampler without a model = %+v", res)
+	}
+}
+
+func init() {
+	guest.Add(guest.Tool{Name: "sampler"}, func(c *guest.Call, _ confirmArgs) (*guest.Result, error) {
+		r, err := c.Sample(guest.SampleRequest{MaxTokens: 5, Messages: []guest.SampleMessage{{Role: "user", Content: guest.Content{Type: "text", Text: "hi"}}}})
+		if err != nil {
+			return nil, err
+		}
+		return guest.Text(r.Content.Text), nil
+	})
+}

@@ -260,17 +260,18 @@ func (m *Manager) update(id string, f func(*Task) error) (Task, error) {
 	return t, m.store.Put(ctx, t)
 }
 
-// changed tells watchers and OnChange about a new state of t.
+// changed tells OnChange, then watchers, about a new state of t: a status
+// notification goes out before a waiting tasks/result can answer.
 func (m *Manager) changed(t Task) {
+	if m.opts.OnChange != nil {
+		m.opts.OnChange(t)
+	}
 	m.mu.Lock()
 	if l := m.live[t.ID]; l != nil {
 		close(l.changed)
 		l.changed = make(chan struct{})
 	}
 	m.mu.Unlock()
-	if m.opts.OnChange != nil {
-		m.opts.OnChange(t)
-	}
 }
 
 // Get returns owner's task id. Another owner's task is ErrNotFound, as if it did not exist.

@@ -110,8 +110,8 @@ func TestBundledConfigOverStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Tools) != 12 {
-		t.Errorf("tools/list has %d tools, want 12 (stderr:\n%s)", len(list.Tools), stderr)
+	if len(list.Tools) != 13 {
+		t.Errorf("tools/list has %d tools, want 13 (stderr:\n%s)", len(list.Tools), stderr)
 	}
 	if got := callText(t, cs, "textkit_sha256", map[string]any{"text": "abc"}); !strings.HasPrefix(got, "ba7816bf") {
 		t.Errorf("textkit_sha256(abc) = %q", got)

@@ -29,8 +29,8 @@ type Client struct {
 }
 
 // Dial connects over transport and initializes a 2025-11-25 session. onRequest answers
-// the server's requests (such as elicitation/create); when it is nil the client
-// declares no elicitation capability.
+// the server's requests (elicitation/create, sampling/createMessage); when it is nil
+// the client declares neither capability.
 func Dial(t testing.TB, transport mcp.Transport, onRequest func(*jsonrpc.Request) (any, error)) *Client {
 	t.Helper()
 	conn, err := transport.Connect(context.Background())
@@ -43,6 +43,7 @@ func Dial(t testing.TB, transport mcp.Transport, onRequest func(*jsonrpc.Request
 	caps := map[string]any{}
 	if onRequest != nil {
 		caps["elicitation"] = map[string]any{}
+		caps["sampling"] = map[string]any{}
 	}
 	c.MustCall("initialize", map[string]any{
 		"protocolVersion": "2025-11-25", "capabilities": caps,

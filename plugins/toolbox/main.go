@@ -61,6 +61,10 @@ func init() {
 		Name: "read_file", Title: "Read a file", Annotations: readOnly,
 		Description: "Reads a UTF-8 text file (at most 256 KiB) from the read-only documents folder the operator granted (" + docsDir + ").",
 	}, readFile)
+	guest.Add(guest.Tool{
+		Name: "summarize", Title: "Summarize", TaskSupport: guest.TaskOptional, Annotations: readOnly,
+		Description: "Summarizes a text in at most max_words words, using the client's own language model (MCP sampling): the client decides whether and with which model.",
+	}, summarize)
 	destructive := true
 	guest.Add(guest.Tool{
 		Name: "write_note", Title: "Write a note", TaskSupport: guest.TaskOptional,
@@ -206,6 +210,35 @@ func timer(c *guest.Call, in timerArgs) (*guest.Result, error) {
 		c.Progress(float64(i), float64(in.Seconds), fmt.Sprintf("%d of %d seconds", i, in.Seconds))
 	}
 	return guest.Text(in.Label), nil
+}
+
+type summarizeArgs struct {
+	Text     string `json:"text" jsonschema:"the text to summarize"`
+	MaxWords int    `json:"max_words,omitempty" jsonschema:"the longest summary wanted, 5-500 words (default 50)"`
+}
+
+func summarize(c *guest.Call, in summarizeArgs) (*guest.Result, error) {
+	if in.MaxWords == 0 {
+		in.MaxWords = 50
+	}
+	if in.MaxWords < 5 || in.MaxWords > 500 {
+		return guest.Errorf("max_words must be between 5 and 500, got %d", in.MaxWords), nil
+	}
+	if strings.TrimSpace(in.Text) == "" {
+		return guest.Errorf("text is empty"), nil
+	}
+	r, err := c.Sample(guest.SampleRequest{
+		SystemPrompt: fmt.Sprintf("Summarize the user's text in at most %d words. Answer with the summary only.", in.MaxWords),
+		Messages:     []guest.SampleMessage{{Role: "user", Content: guest.Content{Type: "text", Text: in.Text}}},
+		MaxTokens:    in.MaxWords * 4,
+	})
+	if err != nil {
+		return guest.Errorf("could not ask the client's model: %v", err), nil
+	}
+	if r.Content.Type != "text" {
+		return guest.Errorf("the model answered with %s content, not text", r.Content.Type), nil
+	}
+	return guest.Text(r.Content.Text), nil
 }
 
 type listFilesArgs struct {
