@@ -267,6 +267,10 @@ func (s *Server) deliverInput(ctx context.Context, ss *mcp.ServerSession, own, t
 	}
 }
 
+// codeLimit answers a task the server will not take on now (too many unfinished tasks
+// for this client, or a full store): a server error in JSON-RPC's reserved range.
+const codeLimit = -32000
+
 // codeRejectedByTransport is the go-sdk's code for a message its Streamable HTTP
 // transport could not deliver (no stream open for it); the request stays pending.
 const codeRejectedByTransport = -32005
@@ -375,8 +379,8 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 		return raw, "", nil
 	})
 	if err != nil {
-		if errors.Is(err, tasks.ErrTooMany) {
-			return nil, &jsonrpc.Error{Code: -32000, Message: err.Error()}
+		if errors.Is(err, tasks.ErrTooMany) || errors.Is(err, tasks.ErrStoreFull) {
+			return nil, &jsonrpc.Error{Code: codeLimit, Message: err.Error()}
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
