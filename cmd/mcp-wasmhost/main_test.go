@@ -85,10 +85,10 @@ func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) string
 }
 
 // bundledConfig is config.toml as README's first command runs it, copied with its
-// relative paths made absolute and its state (task store, compilation cache) moved
-// into the test's own folders, so that a server the developer runs meanwhile does not
+// relative paths made absolute and its state (task store, compilation cache, the
+// writable notes folder) moved into the test's own folders, so that a server the developer runs meanwhile does not
 // hold the task store's lock.
-func bundledConfig(t *testing.T) string {
+func bundledConfig(t *testing.T, notes string) string {
 	t.Helper()
 	b, err := os.ReadFile(testenv.Path("config.toml"))
 	if err != nil {
@@ -98,6 +98,7 @@ func bundledConfig(t *testing.T) string {
 		key, rel, _ := strings.Cut(m, ` = "`)
 		return fmt.Sprintf("%s = %q", key, testenv.Path(strings.TrimSuffix(rel, `"`)))
 	})
+	doc = strings.Replace(doc, fmt.Sprintf("host = %q", testenv.Path("plugins/toolbox/notes")), fmt.Sprintf("host = %q", notes), 1)
 	doc = strings.Replace(doc, `data_dir = ""`, fmt.Sprintf("data_dir = %q", t.TempDir()), 1)
 	doc = strings.Replace(doc, `cache_dir = ""`, fmt.Sprintf("cache_dir = %q", testenv.CacheDir()), 1)
 	return writeConfig(t, doc)
@@ -105,19 +106,64 @@ func bundledConfig(t *testing.T) string {
 
 // TestBundledConfigOverStdio runs README's first command: the bundled config.toml.
 func TestBundledConfigOverStdio(t *testing.T) {
-	cs, stderr := connectStdio(t, "--config", bundledConfig(t))
+	notes := t.TempDir()
+	cmd := exec.Command(binary, "--config", bundledConfig(t, notes))
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+		},
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "short"}}, nil
+		},
+	})
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr)
+	}
+	defer cs.Close()
 	list, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Tools) != 13 {
-		t.Errorf("tools/list has %d tools, want 13 (stderr:\n%s)", len(list.Tools), stderr)
+	// Every bundled tool, called once with arguments a person would give it. (timer
+	// must run as a task: the go-sdk client cannot, so it is listed but not called.)
+	calls := map[string]struct {
+		args any
+		want string
+	}{
+		"textkit_stats":         {map[string]any{"text": "a b\nc"}, "2 lines, 3 words"},
+		"textkit_sha256":        {map[string]any{"text": "abc"}, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+		"textkit_base64_encode": {map[string]any{"text": "hi"}, "aGk="},
+		"textkit_base64_decode": {map[string]any{"data": "aGk="}, "hi"},
+		"textkit_ping":          {map[string]any{}, "pong"},
+		"toolbox_json_format":   {map[string]any{"json": `{"a":1}`}, "{\n  \"a\": 1\n}"},
+		"toolbox_json_query":    {map[string]any{"json": `{"a":[5]}`, "pointer": "/a/0"}, "5"},
+		"toolbox_slow_count":    {map[string]any{"to": 2, "delay_ms": 1}, `"counted":2`},
+		"toolbox_list_files":    {map[string]any{}, "ABI.md"},
+		"toolbox_read_file":     {map[string]any{"path": "ABI.md"}, "# Guest ABI v1"},
+		"toolbox_write_note":    {map[string]any{"name": "n.txt", "text": "hello"}, "Created note n.txt"},
+		"toolbox_summarize":     {map[string]any{"text": "a long story"}, "short"},
 	}
-	if got := callText(t, cs, "textkit_sha256", map[string]any{"text": "abc"}); !strings.HasPrefix(got, "ba7816bf") {
-		t.Errorf("textkit_sha256(abc) = %q", got)
+	for _, tool := range list.Tools {
+		c, ok := calls[tool.Name]
+		if !ok {
+			if tool.Name != "toolbox_timer" {
+				t.Errorf("tools/list has %q, which this test does not call", tool.Name)
+			}
+			continue
+		}
+		delete(calls, tool.Name)
+		if got := callText(t, cs, tool.Name, c.args); !strings.Contains(got, c.want) {
+			t.Errorf("%s(%v) = %.80q, want it to contain %q", tool.Name, c.args, got, c.want)
+		}
 	}
-	if got := callText(t, cs, "toolbox_read_file", map[string]any{"path": "ABI.md"}); !strings.HasPrefix(got, "# Guest ABI v1") {
-		t.Errorf("toolbox_read_file(ABI.md) = %.40q", got)
+	for name := range calls {
+		t.Errorf("tools/list lacks %q (stderr:\n%s)", name, stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(notes, "n.txt")); err != nil || string(b) != "hello" {
+		t.Errorf("note = %q, %v", b, err)
 	}
 	if strings.Contains(stderr.String(), "level=ERROR") {
 		t.Errorf("stderr has errors:\n%s", stderr)
