@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 )
 
@@ -62,47 +62,6 @@ func newEscapeTree(t *testing.T) escapeTree {
 		}
 	}
 	return tr
-}
-
-// tree records every entry under dir with its mode, size, time and contents.
-func tree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		s := fmt.Sprintf("%v %d %d", fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
-		if fi.Mode().IsRegular() {
-			b, _ := os.ReadFile(path)
-			s += " " + string(b)
-		}
-		out[path] = s
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func sameTree(t *testing.T, dir string, before map[string]string) {
-	t.Helper()
-	after := tree(t, dir)
-	for p, s := range before {
-		if after[p] != s {
-			t.Errorf("%s changed to %q, was %q", p, after[p], s)
-		}
-	}
-	for p, s := range after {
-		if _, ok := before[p]; !ok {
-			t.Errorf("%s appeared: %q", p, s)
-		}
-	}
 }
 
 type fsOp struct {
@@ -177,7 +136,7 @@ func TestMountEscapes(t *testing.T) {
 	for _, writable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("writable=%v", writable), func(t *testing.T) {
 			tr := newEscapeTree(t)
-			outsideBefore := tree(t, tr.outside)
+			outsideBefore := testenv.Tree(t, tr.outside)
 			m := load(t, "testdata/wasm/escape.wasm", sandbox.Limits{},
 				sandbox.Grants{Dirs: []sandbox.Dir{{Host: tr.dir, Guest: "/data", Writable: writable}}})
 
@@ -263,13 +222,13 @@ func TestMountEscapes(t *testing.T) {
 					{fsOp{Op: "list", Path: "/data"}, gives("dangling-out dirlink-in dirlink-out hello.txt link-in link-out link-out-rel sub/")},
 				}...)
 			}
-			dirBefore := tree(t, tr.dir)
+			dirBefore := testenv.Tree(t, tr.dir)
 			for _, s := range steps {
 				expect(t, m, s.op, s.want)
 			}
-			sameTree(t, tr.outside, outsideBefore)
+			testenv.SameTree(t, tr.outside, outsideBefore)
 			if !writable {
-				sameTree(t, tr.dir, dirBefore)
+				testenv.SameTree(t, tr.dir, dirBefore)
 				return
 			}
 			for path, want := range map[string]string{"c.txt": "abcdef", "hello.txt": "hello again"} {

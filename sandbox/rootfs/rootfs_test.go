@@ -14,6 +14,7 @@ import (
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox/rootfs"
 )
 
@@ -68,52 +69,6 @@ func write(t *testing.T, path, text string) {
 	}
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// snapshot records every entry under dir: kind, mode, size, modification time,
-// contents and link targets.
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		s := fmt.Sprintf("%v %d %v", fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(path)
-			s += " -> " + target
-		case fi.Mode().IsRegular():
-			b, _ := os.ReadFile(path)
-			s += " " + string(b)
-		}
-		out[path] = s
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func unchanged(t *testing.T, dir string, before map[string]string) {
-	t.Helper()
-	after := snapshot(t, dir)
-	for p, s := range before {
-		if after[p] != s {
-			t.Errorf("%s changed: %q, was %q", p, after[p], s)
-		}
-	}
-	for p, s := range after {
-		if _, ok := before[p]; !ok {
-			t.Errorf("%s appeared: %q", p, s)
-		}
 	}
 }
 
@@ -265,7 +220,7 @@ func TestEscapesFail(t *testing.T) {
 	for _, writable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("writable=%v", writable), func(t *testing.T) {
 			dir, outside := setup(t)
-			before, beforeDir := snapshot(t, outside), snapshot(t, dir)
+			before, beforeDir := testenv.Tree(t, outside), testenv.Tree(t, dir)
 			f := open(t, dir, writable)
 			for _, tt := range tests {
 				want := tt.ro
@@ -276,8 +231,8 @@ func TestEscapesFail(t *testing.T) {
 					t.Errorf("%s = %v, want %v", tt.name, got, want)
 				}
 			}
-			unchanged(t, outside, before)
-			unchanged(t, dir, beforeDir)
+			testenv.SameTree(t, outside, before)
+			testenv.SameTree(t, dir, beforeDir)
 		})
 	}
 }
@@ -369,7 +324,7 @@ func TestInsideWorks(t *testing.T) {
 
 func TestWritable(t *testing.T) {
 	dir, outside := setup(t)
-	before := snapshot(t, outside)
+	before := testenv.Tree(t, outside)
 	f := open(t, dir, true)
 	check := func(what string, errno experimentalsys.Errno) {
 		t.Helper()
@@ -428,12 +383,12 @@ func TestWritable(t *testing.T) {
 	if _, errno := f.OpenFile("c.txt", experimentalsys.O_RDWR|experimentalsys.O_CREAT|experimentalsys.O_EXCL, 0o644); errno != experimentalsys.EEXIST {
 		t.Errorf("OpenFile(c.txt, O_EXCL) = %v, want EEXIST", errno)
 	}
-	unchanged(t, outside, before)
+	testenv.SameTree(t, outside, before)
 }
 
 func TestReadOnly(t *testing.T) {
 	dir, _ := setup(t)
-	before := snapshot(t, dir)
+	before := testenv.Tree(t, dir)
 	f := open(t, dir, false)
 	for what, errno := range map[string]experimentalsys.Errno{
 		"write hello.txt": writeFile(f, "hello.txt", "x"),
@@ -451,7 +406,7 @@ func TestReadOnly(t *testing.T) {
 			t.Errorf("%s succeeded on a read-only FS", what)
 		}
 	}
-	unchanged(t, dir, before)
+	testenv.SameTree(t, dir, before)
 }
 
 // TestRenameRace is the attack that defeats checking a path and then handing it to the
@@ -464,7 +419,7 @@ func TestRenameRace(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, "evil")); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, outside)
+	before := testenv.Tree(t, outside)
 	f := open(t, dir, true)
 
 	const rounds = 3000
@@ -507,7 +462,7 @@ func TestRenameRace(t *testing.T) {
 		t.Errorf("%v escaped: %v", k, v)
 		return true
 	})
-	unchanged(t, outside, before)
+	testenv.SameTree(t, outside, before)
 }
 
 func TestNewRefusesAFile(t *testing.T) {
@@ -562,7 +517,7 @@ func FuzzPath(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, path, other string) {
 		dir, outside := setup(t)
-		before := snapshot(t, outside)
+		before := testenv.Tree(t, outside)
 		fsys := open(t, dir, true)
 		if got, _ := readFile(fsys, path); strings.Contains(got, secret) {
 			t.Errorf("read %q = %q", path, got)
@@ -580,6 +535,6 @@ func FuzzPath(f *testing.F) {
 		fsys.Symlink(other, path)
 		fsys.Unlink(path)
 		fsys.Rmdir(path)
-		unchanged(t, outside, before)
+		testenv.SameTree(t, outside, before)
 	})
 }
