@@ -272,3 +272,32 @@ func TestDirGrants(t *testing.T) {
 		t.Fatalf("read_file without grant = %s, %v", out, err)
 	}
 }
+
+func TestStackOverflow(t *testing.T) {
+	m := load(t, "testdata/wasm/stack.wasm", sandbox.Limits{}, sandbox.Grants{})
+	_, err := m.Call(context.Background(), call("deep", nil), nil)
+	var ge *sandbox.GuestError
+	if !errors.As(err, &ge) || ge.Kind != sandbox.KindTrap || !strings.Contains(err.Error(), "stack overflow") {
+		t.Fatalf("Call(deep) = %v, want a trap naming the stack overflow", err)
+	}
+	if n := m.Live(); n != 0 {
+		t.Errorf("%d instances alive after the trap", n)
+	}
+}
+
+// TestHostCallFlood: a guest that calls the host a million times gets LIMIT once over
+// the per-call limits; the host sees only what the limits allow, and the call ends.
+func TestHostCallFlood(t *testing.T) {
+	m := load(t, "testdata/wasm/hostflood.wasm", sandbox.Limits{}, sandbox.Grants{})
+	rec := &recorder{}
+	out, err := m.Call(context.Background(), call("flood", nil), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"text":"-7"`) {
+		t.Errorf("last log status = %s, want LIMIT (-7)", out)
+	}
+	if len(rec.logs) != 1000 || len(rec.progress) != 10000 {
+		t.Errorf("host saw %d logs and %d progress reports, want 1000 and 10000", len(rec.logs), len(rec.progress))
+	}
+}
