@@ -4,6 +4,8 @@
 //	mcp-wasmhost --config FILE        serve another config
 //	mcp-wasmhost --http 127.0.0.1:8080  serve Streamable HTTP at /mcp instead
 //	mcp-wasmhost --log-level debug    override [server] log_level
+//	mcp-wasmhost check                load the config and every plugin, list the tools,
+//	                                  and fail if anything is refused
 //	mcp-wasmhost version              print the version
 //
 // Logs go to stderr, never to stdout, which carries the stdio protocol.
@@ -22,6 +24,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -51,7 +54,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	httpAddr := fs.String("http", "", "serve Streamable HTTP at ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (default: the config's log_level)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mcp-wasmhost [flags]\n       mcp-wasmhost version\n\nflags:\n")
+		fmt.Fprintf(stderr, "usage: mcp-wasmhost [flags]\n       mcp-wasmhost [flags] check\n       mcp-wasmhost version\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -60,8 +63,11 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		}
 		return err
 	}
+	check := false
 	switch fs.Arg(0) {
 	case "":
+	case "check":
+		check = true
 	case "version":
 		fmt.Fprintln(stdout, "mcp-wasmhost", version(), "guest ABI", sandbox.ABIVersion)
 		return nil
@@ -89,11 +95,14 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		return err
 	}
 	defer engine.Close(context.WithoutCancel(ctx))
-	catalog, err := loadPlugins(ctx, engine, cfg, logger)
+	catalog, refused, err := loadPlugins(ctx, engine, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer catalog.Close(context.WithoutCancel(ctx))
+	if check {
+		return report(stdout, catalog, refused)
+	}
 
 	store, err := openStore(cfg.Tasks)
 	if err != nil {
@@ -122,10 +131,22 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	return srv.ServeStdio(ctx, stdin, stdout)
 }
 
+// report prints the tools a check found and fails if any plugin was refused.
+func report(w io.Writer, c *plugins.Catalog, refused []error) error {
+	for _, t := range c.Tools() {
+		desc, _, _ := strings.Cut(t.Description, "\n")
+		fmt.Fprintf(w, "%-32s %-9s %s\n", t.Name, t.TaskSupport, desc)
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("%d plugin(s) refused: %w", len(refused), errors.Join(refused...))
+	}
+	return nil
+}
+
 // loadPlugins loads every configured plugin, in parallel. A plugin that fails to load
 // is refused and logged with the reason; the server serves the others. It fails only
 // when plugins were configured and none loaded.
-func loadPlugins(ctx context.Context, e *sandbox.Engine, cfg *config.Config, logger *slog.Logger) (*plugins.Catalog, error) {
+func loadPlugins(ctx context.Context, e *sandbox.Engine, cfg *config.Config, logger *slog.Logger) (*plugins.Catalog, []error, error) {
 	loaded := make([]*plugins.Plugin, len(cfg.Plugins))
 	errs := make([]error, len(cfg.Plugins))
 	var wg sync.WaitGroup
@@ -140,17 +161,20 @@ func loadPlugins(ctx context.Context, e *sandbox.Engine, cfg *config.Config, log
 	}
 	wg.Wait()
 	var ok []*plugins.Plugin
+	var refused []error
 	for i, p := range loaded {
 		if errs[i] != nil {
 			logger.Error("plugin refused", "plugin", cfg.Plugins[i].Name, "err", errs[i])
+			refused = append(refused, errs[i])
 			continue
 		}
 		ok = append(ok, p)
 	}
 	if len(cfg.Plugins) > 0 && len(ok) == 0 {
-		return nil, fmt.Errorf("no plugin could be loaded: %w", errors.Join(errs...))
+		return nil, nil, fmt.Errorf("no plugin could be loaded: %w", errors.Join(errs...))
 	}
-	return plugins.NewCatalog(ok)
+	c, err := plugins.NewCatalog(ok)
+	return c, refused, err
 }
 
 // taskStore is a tasks.Store that is closed when the server stops.

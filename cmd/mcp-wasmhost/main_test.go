@@ -385,3 +385,17 @@ func TestStoreLocked(t *testing.T) {
 		t.Errorf("second server = %v:\n%s\nwant a refusal naming the locked store", err, out)
 	}
 }
+
+func TestCheck(t *testing.T) {
+	good := writeConfig(t, serverTOML(t)+pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
+	out, err := exec.Command(binary, "--config", good, "check").Output()
+	if err != nil || !strings.Contains(string(out), "textkit_sha256") || !strings.Contains(string(out), "optional") {
+		t.Errorf("check(good) = %v:\n%s", err, out)
+	}
+	bad := writeConfig(t, serverTOML(t)+pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", "")+
+		pluginTOML(t, "missiles", "testdata/wasm/missing_import.wasm", ""))
+	out, err = exec.Command(binary, "--config", bad, "check").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "1 plugin(s) refused") || !strings.Contains(string(out), "launch_missiles") {
+		t.Errorf("check(bad) = %v:\n%s", err, out)
+	}
+}
