@@ -225,6 +225,8 @@ func finalResult(t tasks.Task) (*rawResult, error) {
 		return nil, &jsonrpc.Error{Code: t.Error.Code, Message: t.Error.Message, Data: t.Error.Data}
 	case t.Status == tasks.Cancelled:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %q was cancelled; it has no result", t.ID)}
+	case t.Result == nil: // failed without running to an outcome: a restart or shutdown
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %q has no result: %s", t.ID, t.StatusMessage)}
 	}
 	return &rawResult{raw: t.Result, taskID: t.ID}, nil
 }

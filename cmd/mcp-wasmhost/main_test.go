@@ -346,6 +346,9 @@ func TestCrashRecovery(t *testing.T) {
 		if got.Status != "failed" || !strings.Contains(got.StatusMessage, "server restarted") {
 			t.Errorf("running task after the crash = %s %q, want failed with the restart reason", got.Status, got.StatusMessage)
 		}
+		if err := c.CallErr("tasks/result", map[string]any{"taskId": id}); !strings.Contains(err.Message, "server restarted") {
+			t.Errorf("tasks/result of a task lost in the crash = %v, want the restart reason", err)
+		}
 	}
 	// New tasks get new IDs, and all of them are listed.
 	fresh := c.CreateTask("textkit_ping", map[string]any{}, map[string]any{}, nil).TaskID
