@@ -102,6 +102,7 @@ func (b *bridge) sample(ctx context.Context, params []byte) ([]byte, error) {
 	if init == nil || init.Capabilities == nil || init.Capabilities.Sampling == nil {
 		return nil, sandbox.ErrUnavailable
 	}
+	p.Meta = nil // _meta is the host's to set, never the guest's
 	if b.task == nil {
 		res, err := b.session.CreateMessage(ctx, &p)
 		if err != nil {
