@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -210,4 +212,49 @@ func memory() (rss, heap uint64) {
 		}
 	}
 	return rss, ms.HeapInuse
+}
+
+// BenchmarkTasksGetPlainHTTP is BenchmarkTasksGet with a plain net/http client (no SDK
+// on the client side), to see the server's own capacity: 16 goroutines POST tasks/get
+// on their sessions and read each SSE response whole.
+func BenchmarkTasksGetPlainHTTP(b *testing.B) {
+	url, _ := httpServer(b, "textkit", "plugins/textkit/textkit.wasm")
+	const sessions = 16
+	type target struct{ session, body string }
+	targets := make([]target, sessions)
+	for i := range targets {
+		c := mcptest.Dial(b, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		id := c.CreateTask("textkit_ping", map[string]any{}, map[string]any{}, nil).TaskID
+		targets[i] = target{c.Conn.SessionID(), `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"` + id + `"}}`}
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: sessions}}
+	var n atomic.Int64
+	n.Store(int64(b.N))
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, tg := range targets {
+		wg.Go(func() {
+			for n.Add(-1) >= 0 {
+				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(tg.body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("Mcp-Session-Id", tg.session)
+				req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status":"completed"`) {
+					b.Errorf("tasks/get = %d %s", resp.StatusCode, body)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "gets/s")
 }

@@ -37,6 +37,8 @@ const (
 	DefaultMaxIOBytes = 1 << 20  // max_input_bytes and max_output_bytes
 	MaxIOBytes        = 64 << 20 // max_input_bytes and max_output_bytes
 
+	DefaultGCPercent = 200
+
 	DefaultTaskTTL      = time.Hour
 	DefaultMaxTaskTTL   = 24 * time.Hour
 	MinTaskTTL          = time.Second
@@ -78,6 +80,17 @@ type Server struct {
 	// of that name). Load and Parse replace "" with the default and make a
 	// relative path absolute.
 	CacheDir string `toml:"cache_dir"`
+	// GCPercent is the Go garbage collector's target (debug.SetGCPercent),
+	// 10..10000: the heap may grow this many percent over the live heap before a
+	// collection. Every call allocates a fresh guest memory, so collections are
+	// frequent; a higher target trades memory for speed. 0 means
+	// DefaultGCPercent. A GOGC environment variable overrides it.
+	GCPercent int `toml:"gc_percent"`
+	// MemoryLimitMiB is a soft limit on the Go heap (debug.SetMemoryLimit),
+	// 16..1048576: near it the collector runs as often as needed, whatever
+	// GCPercent says. 0 means no limit. A GOMEMLIMIT environment variable
+	// overrides it.
+	MemoryLimitMiB int `toml:"memory_limit_mib"`
 }
 
 // CompilationCacheDir reports where compiled modules are cached on disk, and
@@ -486,6 +499,15 @@ func (c *Config) finish(name, dir string) []error {
 	case "debug", "info", "warn", "error":
 	default:
 		fail("server", "log_level %q is not one of debug, info, warn, error", s.LogLevel)
+	}
+	switch {
+	case s.GCPercent == 0:
+		s.GCPercent = DefaultGCPercent
+	case s.GCPercent < 10 || s.GCPercent > 10000:
+		fail("server", "gc_percent %d out of range 10..10000", s.GCPercent)
+	}
+	if s.MemoryLimitMiB != 0 && (s.MemoryLimitMiB < 16 || s.MemoryLimitMiB > 1<<20) {
+		fail("server", "memory_limit_mib %d out of range 16..1048576", s.MemoryLimitMiB)
 	}
 	switch s.CacheDir {
 	case "":

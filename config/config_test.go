@@ -57,7 +57,7 @@ func testDir(t *testing.T) string {
 
 func TestParseDefaults(t *testing.T) {
 	dir := testDir(t)
-	defaultServer := Server{Name: DefaultServerName, LogLevel: DefaultLogLevel, CacheDir: defaultCacheDir()}
+	defaultServer := Server{Name: DefaultServerName, LogLevel: DefaultLogLevel, CacheDir: defaultCacheDir(), GCPercent: DefaultGCPercent}
 	defaultTasks := Tasks{DefaultTTL: Duration{DefaultTaskTTL}, MaxTTL: Duration{DefaultMaxTaskTTL},
 		PollInterval: Duration{DefaultPollInterval}, MaxPerClient: DefaultMaxPerClient,
 		Store: StoreBolt, DataDir: DefaultDataDir(), MaxResultBytes: DefaultMaxResultBytes,
@@ -91,17 +91,17 @@ func TestParseDefaults(t *testing.T) {
 		{
 			"server settings kept",
 			"[server]\nname = \"demo\"\nlog_level = \"debug\"\ncache_dir = \"/var/cache/wasm\"\n",
-			&Config{Server: Server{Name: "demo", LogLevel: "debug", CacheDir: "/var/cache/wasm"}, Plugins: []Plugin{}},
+			&Config{Server: Server{Name: "demo", LogLevel: "debug", CacheDir: "/var/cache/wasm", GCPercent: DefaultGCPercent}, Plugins: []Plugin{}},
 		},
 		{
 			"cache off kept",
 			"[server]\ncache_dir = \"off\"\n",
-			&Config{Server: Server{Name: DefaultServerName, LogLevel: DefaultLogLevel, CacheDir: CacheOff}, Plugins: []Plugin{}},
+			&Config{Server: Server{Name: DefaultServerName, LogLevel: DefaultLogLevel, CacheDir: CacheOff, GCPercent: DefaultGCPercent}, Plugins: []Plugin{}},
 		},
 		{
 			"relative cache dir",
 			"[server]\ncache_dir = \"./off\"\n",
-			&Config{Server: Server{Name: DefaultServerName, LogLevel: DefaultLogLevel, CacheDir: filepath.Join(dir, "off")}, Plugins: []Plugin{}},
+			&Config{Server: Server{Name: DefaultServerName, LogLevel: DefaultLogLevel, CacheDir: filepath.Join(dir, "off"), GCPercent: DefaultGCPercent}, Plugins: []Plugin{}},
 		},
 		{
 			"limits at their maximum",

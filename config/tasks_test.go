@@ -72,3 +72,30 @@ func TestTaskStoreSettings(t *testing.T) {
 		t.Errorf("Parse().Tasks = %+v", tk)
 	}
 }
+
+func TestGCSettings(t *testing.T) {
+	tests := []struct {
+		doc  string
+		gc   int
+		lim  int
+		fail string
+	}{
+		{"", config.DefaultGCPercent, 0, ""},
+		{"[server]\ngc_percent = 400\nmemory_limit_mib = 512\n", 400, 512, ""},
+		{"[server]\ngc_percent = 5\n", 0, 0, "gc_percent 5 out of range 10..10000"},
+		{"[server]\nmemory_limit_mib = 8\n", 0, 0, "memory_limit_mib 8 out of range"},
+	}
+	for _, tt := range tests {
+		cfg, err := config.Parse([]byte(tt.doc), "config.toml", t.TempDir())
+		switch {
+		case tt.fail != "":
+			if err == nil || !strings.Contains(err.Error(), tt.fail) {
+				t.Errorf("Parse(%q) = %v, want %q", tt.doc, err, tt.fail)
+			}
+		case err != nil:
+			t.Errorf("Parse(%q) = %v", tt.doc, err)
+		case cfg.Server.GCPercent != tt.gc || cfg.Server.MemoryLimitMiB != tt.lim:
+			t.Errorf("Parse(%q).Server = %+v, want gc %d limit %d", tt.doc, cfg.Server, tt.gc, tt.lim)
+		}
+	}
+}

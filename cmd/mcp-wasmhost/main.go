@@ -88,6 +88,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		return fmt.Errorf("log level %q: want debug, info, warn or error", cfg.Server.LogLevel)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	tuneGC(cfg.Server)
 
 	cacheDir, _ := cfg.Server.CompilationCacheDir()
 	engine, err := sandbox.NewEngine(ctx, sandbox.Options{CacheDir: cacheDir, Logger: logger})
@@ -129,6 +130,17 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 	logger.Info("serving over stdio", "tools", len(catalog.Tools()))
 	return srv.ServeStdio(ctx, stdin, stdout)
+}
+
+// tuneGC applies [server] gc_percent and memory_limit_mib, unless the Go runtime's own
+// GOGC / GOMEMLIMIT environment variables say otherwise.
+func tuneGC(s config.Server) {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(s.GCPercent)
+	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && s.MemoryLimitMiB > 0 {
+		debug.SetMemoryLimit(int64(s.MemoryLimitMiB) << 20)
+	}
 }
 
 // report prints the tools a check found and fails if any plugin was refused.
