@@ -63,22 +63,27 @@ func (r *ElicitResult) Accepted() bool { return r.Action == "accept" }
 // object of flat primitive properties, as MCP form elicitation requires) what to fill
 // in. It blocks until the user answers.
 func (c *Call) Elicit(message string, schema any) (*ElicitResult, error) {
-	params, err := json.Marshal(struct {
+	return roundTrip[ElicitResult](c, "elicit", struct {
 		Message         string `json:"message"`
 		RequestedSchema any    `json:"requestedSchema"`
 	}{message, schema})
+}
+
+// roundTrip sends a host request and decodes its reply into a new R.
+func roundTrip[R any](c *Call, method string, params any) (*R, error) {
+	b, err := json.Marshal(params)
 	if err != nil {
-		return nil, fmt.Errorf("encode elicitation: %w", err)
+		return nil, fmt.Errorf("encode %s request: %w", method, err)
 	}
-	reply, err := c.backend.request("elicit", params)
+	reply, err := c.backend.request(method, b)
 	if err != nil {
 		return nil, err
 	}
-	var r ElicitResult
-	if err := json.Unmarshal(reply, &r); err != nil {
-		return nil, fmt.Errorf("decode elicitation reply: %w", err)
+	r := new(R)
+	if err := json.Unmarshal(reply, r); err != nil {
+		return nil, fmt.Errorf("decode %s reply: %w", method, err)
 	}
-	return &r, nil
+	return r, nil
 }
 
 // SampleRequest asks the client's language model for a completion (MCP
@@ -107,17 +112,5 @@ type SampleResult struct {
 // Sample asks the client's model for a completion and blocks until it answers. It
 // returns ErrUnavailable when the client declared no sampling capability.
 func (c *Call) Sample(req SampleRequest) (*SampleResult, error) {
-	params, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("encode sampling request: %w", err)
-	}
-	reply, err := c.backend.request("sample", params)
-	if err != nil {
-		return nil, err
-	}
-	var r SampleResult
-	if err := json.Unmarshal(reply, &r); err != nil {
-		return nil, fmt.Errorf("decode sampling reply: %w", err)
-	}
-	return &r, nil
+	return roundTrip[SampleResult](c, "sample", req)
 }
