@@ -24,8 +24,8 @@ type nested struct {
 	Inner  *struct {
 		On bool `json:"on"`
 	} `json:"inner,omitempty"`
-	Any     any     `json:"any,omitempty"`
-	Ratio   float64 `json:"ratio,omitempty"`
+	Any   any     `json:"any,omitempty"`
+	Ratio float64 `json:"ratio,omitempty"`
 	//lint:ignore U1000 an unexported field, to show it stays out of the schema
 	skipped int
 	Ignored string `json:"-"`
