@@ -242,6 +242,26 @@ export async function openTransport(kind, env, { Stdio, HTTP }) {
 }
 
 /** Waits until cond() is true, polling every 20 ms; false after ms. */
+/**
+ * Closes a client and its server after a suite: `first` (if any) runs before the
+ * client closes; on Streamable HTTP the session is ended with DELETE /mcp (the server
+ * answers 204); the server process must be gone afterwards, or it is killed and the
+ * suite fails.
+ */
+export async function shutDown({ kind, conn, client, pid, first }) {
+  try {
+    await first?.();
+    if (kind === 'streamable-http' && conn) await conn.transport.terminateSession();
+    await client?.close();
+    await conn?.stop();
+  } finally {
+    if (pid && alive(pid)) {
+      process.kill(pid, 'SIGKILL');
+      assert.fail(`server process ${pid} still ran after close`);
+    }
+  }
+}
+
 export async function waitFor(cond, ms) {
   const end = Date.now() + ms;
   while (!cond()) {

@@ -20,7 +20,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 
-import { alive, cleanup, openTransport, prepare, repo, text, TRANSPORTS } from './helpers.mjs';
+import { alive, cleanup, openTransport, prepare, repo, shutDown, text, TRANSPORTS } from './helpers.mjs';
 
 const EXPECTED_TOOLS = [
   'toolbox_json_format',
@@ -83,19 +83,7 @@ for (const kind of TRANSPORTS) {
       assert.ok(pid > 0 && alive(pid), 'the server process runs');
     });
 
-    after(async () => {
-      try {
-        // Streamable HTTP: end the session with DELETE /mcp (the server answers 204).
-        if (kind === 'streamable-http' && conn) await conn.transport.terminateSession();
-        await client?.close();
-        await conn?.stop();
-      } finally {
-        if (pid && alive(pid)) {
-          process.kill(pid, 'SIGKILL');
-          assert.fail(`server process ${pid} still ran after close`);
-        }
-      }
-    });
+    after(() => shutDown({ kind, conn, client, pid }));
 
     test('initialize: server info and capabilities', () => {
       assert.equal(client.getServerVersion()?.name, 'mcp-wasmhost');

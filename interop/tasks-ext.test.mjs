@@ -26,6 +26,7 @@ import {
   openTransport,
   prepare,
   sleep,
+  shutDown,
   tapTransport,
   text,
   TRANSPORTS,
@@ -94,19 +95,7 @@ for (const kind of TRANSPORTS) {
       });
     });
 
-    after(async () => {
-      try {
-        await session?.close();
-        if (kind === 'streamable-http' && conn) await conn.transport.terminateSession();
-        await client?.close();
-        await conn?.stop();
-      } finally {
-        if (pid && alive(pid)) {
-          process.kill(pid, 'SIGKILL');
-          assert.fail(`server process ${pid} still ran after close`);
-        }
-      }
-    });
+    after(() => shutDown({ kind, conn, client, pid, first: () => session?.close() }));
 
     test('the session sees the server as a 2025-11-25 Tasks server with list and cancel', () => {
       assert.deepEqual(session.capabilities, {

@@ -37,6 +37,7 @@ import {
   openTransport,
   prepare,
   sleep,
+  shutDown,
   tapTransport,
   text,
   TRANSPORTS,
@@ -112,18 +113,7 @@ for (const kind of TRANSPORTS) {
       assert.ok(pid > 0 && alive(pid), 'the server process runs');
     });
 
-    after(async () => {
-      try {
-        if (kind === 'streamable-http' && conn) await conn.transport.terminateSession();
-        await client?.close();
-        await conn?.stop();
-      } finally {
-        if (pid && alive(pid)) {
-          process.kill(pid, 'SIGKILL');
-          assert.fail(`server process ${pid} still ran after close`);
-        }
-      }
-    });
+    after(() => shutDown({ kind, conn, client, pid }));
 
     test('initialize advertises capabilities.tasks; tools/list carries execution.taskSupport', () =>
       withWire(wire, async () => {
