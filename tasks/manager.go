@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -49,14 +50,14 @@ type Manager struct {
 	opts  Options
 	store Store
 
-	mu      sync.Mutex
-	live    map[string]*live // unfinished tasks of this process
-	unfin   map[string]int   // unfinished tasks per owner
-	closed  bool
-	wg      sync.WaitGroup
-	stop    chan struct{}
-	swept   chan struct{} // closed when the sweeper has ended
-	storeMu sync.Mutex    // serializes read-modify-write of a task in the store
+	mu     sync.Mutex
+	live   map[string]*live // unfinished tasks of this process
+	unfin  map[string]int   // unfinished tasks per owner
+	closed bool
+	wg     sync.WaitGroup
+	stop   chan struct{}
+	swept  chan struct{}  // closed when the sweeper has ended
+	taskMu [64]sync.Mutex // read-modify-write of one task in the store, striped by ID
 }
 
 // live is the in-process state of an unfinished task.
@@ -239,8 +240,11 @@ func (m *Manager) forgetLocked(id, owner string) {
 // update applies f to the stored task and stores the result, stamping LastUpdatedAt
 // and FinishedAt. A status change must be legal.
 func (m *Manager) update(id string, f func(*Task) error) (Task, error) {
-	m.storeMu.Lock()
-	defer m.storeMu.Unlock()
+	// Updates of different tasks run concurrently, so that a durable store can commit
+	// them together; updates of one task are serialized.
+	mu := &m.taskMu[stripe(id)]
+	mu.Lock()
+	defer mu.Unlock()
 	ctx := context.Background()
 	t, err := m.store.Get(ctx, id)
 	if err != nil {
@@ -258,6 +262,13 @@ func (m *Manager) update(id string, f func(*Task) error) (Task, error) {
 		t.FinishedAt = t.LastUpdatedAt
 	}
 	return t, m.store.Put(ctx, t)
+}
+
+var stripeSeed = maphash.MakeSeed()
+
+// stripe picks the lock of a task ID.
+func stripe(id string) uint64 {
+	return maphash.String(stripeSeed, id) % 64
 }
 
 // changed tells OnChange, then watchers, about a new state of t: a status
