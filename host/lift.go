@@ -129,6 +129,11 @@ func liftHTTP(next http.Handler) http.Handler {
 
 // liftBody lifts params.task in a single JSON-RPC tools/call message.
 func liftBody(body []byte) []byte {
+	// Most requests (tasks/get, ...) are left undecoded; a body with any JSON escape
+	// is decoded, since the method name could be written with escapes.
+	if !bytes.Contains(body, []byte("tools/call")) && !bytes.Contains(body, []byte(`\`)) {
+		return body
+	}
 	var msg map[string]json.RawMessage
 	if err := json.Unmarshal(body, &msg); err != nil {
 		return body

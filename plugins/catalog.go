@@ -32,9 +32,6 @@ func NewCatalog(plugins []*Plugin) (*Catalog, error) {
 // Tools returns every tool, in plugin order then manifest order.
 func (c *Catalog) Tools() []*Tool { return c.tools }
 
-// Plugins returns the loaded plugins.
-func (c *Catalog) Plugins() []*Plugin { return c.plugins }
-
 // Lookup finds a tool by its full name.
 func (c *Catalog) Lookup(name string) (*Tool, bool) {
 	t, ok := c.byName[name]

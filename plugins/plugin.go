@@ -32,7 +32,6 @@ type Spec struct {
 // Plugin is a loaded plugin and its tools.
 type Plugin struct {
 	Name   string
-	Path   string
 	Module *sandbox.Module
 	Tools  []*Tool
 }
@@ -86,7 +85,7 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 	if err != nil {
 		return nil, fmt.Errorf("describe plugin %q: %w", s.Name, err)
 	}
-	p := &Plugin{Name: s.Name, Path: s.Path, Module: m}
+	p := &Plugin{Name: s.Name, Module: m}
 	if p.Tools, err = parseManifest(p, doc); err != nil {
 		return nil, fmt.Errorf("plugin %q: manifest: %w", s.Name, err)
 	}

@@ -19,7 +19,7 @@
 //
 //	e, _ := sandbox.NewEngine(ctx, sandbox.Options{CacheDir: dir})
 //	defer e.Close(ctx)
-//	m, err := e.Load(ctx, sandbox.Spec{Name: "textkit", Wasm: bytes, Limits: sandbox.DefaultLimits()})
+//	m, err := e.Load(ctx, sandbox.Spec{Name: "textkit", Wasm: bytes} // zero Limits: the defaults)
 //	manifest, err := m.Describe(ctx)
 //	out, err := m.Call(ctx, []byte(`{"tool":"stats","arguments":{"text":"hi"}}`), host)
 //

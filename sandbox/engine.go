@@ -77,11 +77,6 @@ type Limits struct {
 	MaxOutputBytes int           // the output document; 0 means 1 MiB
 }
 
-// DefaultLimits returns the limits a zero Limits stands for.
-func DefaultLimits() Limits {
-	return Limits{}.withDefaults()
-}
-
 func (l Limits) withDefaults() Limits {
 	if l.MemoryMiB <= 0 {
 		l.MemoryMiB = 64
@@ -194,9 +189,6 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 	}
 	return m, nil
 }
-
-// Name returns the plugin's name.
-func (m *Module) Name() string { return m.name }
 
 // Limits returns the plugin's limits with defaults filled in.
 func (m *Module) Limits() Limits { return m.limits }
