@@ -81,7 +81,11 @@ const (
 	KindExit                             // the guest called proc_exit with a non-zero code
 	KindFailed                           // the guest returned a non-zero status
 	KindOutput                           // the guest's output was missing, too large or malformed
+	KindAborted                          // the process running the guest stopped under it
 )
+
+// Valid reports whether k is one of the kinds above.
+func (k ErrorKind) Valid() bool { return k >= KindTrap && k <= KindAborted }
 
 // GuestError is a guest's failure, described for the person who called the tool.
 type GuestError struct {

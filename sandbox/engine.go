@@ -77,7 +77,8 @@ type Limits struct {
 	MaxOutputBytes int           // the output document; 0 means 1 MiB
 }
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults returns l with every zero field set to its default.
+func (l Limits) WithDefaults() Limits {
 	if l.MemoryMiB <= 0 {
 		l.MemoryMiB = 64
 	}
@@ -132,7 +133,7 @@ type Module struct {
 // Load compiles a plugin, checks its imports and exports against the ABI, and checks
 // its ABI version by running it once. Errors name the plugin and say what is wrong.
 func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
-	limits := spec.Limits.withDefaults()
+	limits := spec.Limits.WithDefaults()
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
 		WithCompilationCache(e.cache).
 		WithMemoryLimitPages(uint32(limits.MemoryMiB)*16).

@@ -1,0 +1,256 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
+)
+
+// Arg is the first command-line argument that makes the server's binary a worker.
+const Arg = "__mcp-wasmhost-worker__"
+
+// IsWorker reports whether args (os.Args) start a worker process.
+func IsWorker(args []string) bool { return len(args) == 2 && args[1] == Arg }
+
+// Main runs a worker on the process's stdin and stdout and returns its exit code. The
+// server's main, and TestMain of every test package that starts workers, call it first:
+//
+//	if worker.IsWorker(os.Args) {
+//		os.Exit(worker.Main())
+//	}
+func Main() int {
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if err := Serve(context.Background(), os.Stdin, os.Stdout, logger); err != nil {
+		logger.Error("worker stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// initDoc is the JSON part of the init frame.
+type initDoc struct {
+	Name      string            `json:"name"`
+	Limits    sandbox.Limits    `json:"limits"`
+	Env       map[string]string `json:"env"`
+	Dirs      []sandbox.Dir     `json:"dirs"`
+	CacheDir  string            `json:"cacheDir"`
+	GCPercent int               `json:"gcPercent"`
+	Harden    hardening         `json:"harden"`
+}
+
+// Serve is a worker: it reads the init frame, loads the plugin, then runs calls until
+// in ends. Calls run concurrently, each in a fresh instance.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Logger) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	w := &writer{w: out}
+	var hdr [headerLen]byte
+	f, err := readFrame(r, &hdr)
+	if err != nil {
+		return fmt.Errorf("read init frame: %w", err)
+	}
+	doc, wasm, err := parseInit(f)
+	if err != nil {
+		return err
+	}
+	if doc.GCPercent != 0 {
+		debug.SetGCPercent(doc.GCPercent)
+	}
+	mod, err := load(ctx, doc, wasm, logger)
+	if err != nil {
+		_ = w.send(frameReady, 0, []byte(err.Error()))
+		return nil // the supervisor reports it; this process has nothing more to do
+	}
+	defer mod.Close(context.WithoutCancel(ctx))
+	if err := harden(doc.Harden); err != nil {
+		_ = w.send(frameReady, 0, []byte("harden worker: "+err.Error()))
+		return nil
+	}
+	if err := w.send(frameReady, 0, nil); err != nil {
+		return err
+	}
+	c := &child{mod: mod, w: w, calls: map[uint64]*childCall{}}
+	defer c.stopAll()
+	for {
+		f, err := readFrame(r, &hdr)
+		if errors.Is(err, io.EOF) {
+			return nil // the supervisor closed the channel: shut down
+		}
+		if err != nil {
+			return err
+		}
+		if err := c.handle(ctx, f); err != nil {
+			return err
+		}
+	}
+}
+
+func parseInit(f frame) (initDoc, []byte, error) {
+	var doc initDoc
+	if f.typ != frameInit || len(f.payload) < 4 {
+		return doc, nil, fmt.Errorf("first frame is %s, want init", f.typ)
+	}
+	n := binary.BigEndian.Uint32(f.payload)
+	if uint64(n) > uint64(len(f.payload)-4) {
+		return doc, nil, errors.New("init frame: document length out of range")
+	}
+	if err := json.Unmarshal(f.payload[4:4+n], &doc); err != nil {
+		return doc, nil, fmt.Errorf("init frame: %w", err)
+	}
+	return doc, f.payload[4+n:], nil
+}
+
+func load(ctx context.Context, doc initDoc, wasm []byte, logger *slog.Logger) (*sandbox.Module, error) {
+	e, err := sandbox.NewEngine(ctx, sandbox.Options{CacheDir: doc.CacheDir, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	return e.Load(ctx, sandbox.Spec{Name: doc.Name, Wasm: wasm, Limits: doc.Limits,
+		Grants: sandbox.Grants{Env: doc.Env, Dirs: doc.Dirs}})
+}
+
+// child is the worker's state: the loaded module and the calls running in it.
+type child struct {
+	mod *sandbox.Module
+	w   *writer
+	wg  sync.WaitGroup
+
+	mu    sync.Mutex
+	calls map[uint64]*childCall
+}
+
+type childCall struct {
+	cancel context.CancelFunc
+	reply  chan frame // at most one request is outstanding per call
+}
+
+func (c *child) handle(ctx context.Context, f frame) error {
+	switch f.typ {
+	case frameCall:
+		if len(f.payload) < 1 {
+			return errors.New("call frame without an entry point")
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if _, dup := c.calls[f.id]; dup || f.id == 0 {
+			return fmt.Errorf("call ID %d reused", f.id)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		cc := &childCall{cancel: cancel, reply: make(chan frame, 1)}
+		c.calls[f.id] = cc
+		c.wg.Go(func() { c.run(ctx, f.id, f.payload[0], f.payload[1:], cc) })
+	case frameCancel:
+		c.mu.Lock()
+		if cc, ok := c.calls[f.id]; ok {
+			cc.cancel()
+		}
+		c.mu.Unlock()
+	case frameReply:
+		c.mu.Lock()
+		cc, ok := c.calls[f.id]
+		c.mu.Unlock()
+		if ok {
+			select {
+			case cc.reply <- f:
+			default: // a reply nobody asked for: drop it
+			}
+		}
+	default:
+		return fmt.Errorf("unexpected %s frame", f.typ)
+	}
+	return nil
+}
+
+func (c *child) run(ctx context.Context, id uint64, entry byte, input []byte, cc *childCall) {
+	defer func() {
+		cc.cancel()
+		c.mu.Lock()
+		delete(c.calls, id)
+		c.mu.Unlock()
+	}()
+	var out []byte
+	var err error
+	switch entry {
+	case entryDescribe:
+		out, err = c.mod.Describe(ctx)
+	case entryCall:
+		out, err = c.mod.Call(ctx, input, &remoteHost{w: c.w, id: id, reply: cc.reply})
+	default:
+		err = fmt.Errorf("unknown entry point %d", entry)
+	}
+	// The instance is closed by now: the result frame tells the supervisor it is gone.
+	var ge *sandbox.GuestError
+	switch {
+	case err == nil:
+		_ = c.w.send(frameResult, id, []byte{outcomeOK}, out)
+	case errors.As(err, &ge):
+		_ = c.w.send(frameResult, id, []byte{byte(ge.Kind)}, []byte(ge.Message))
+	default:
+		_ = c.w.send(frameResult, id, []byte{outcomeError}, []byte(err.Error()))
+	}
+}
+
+// stopAll cancels every running call and waits for them.
+func (c *child) stopAll() {
+	c.mu.Lock()
+	for _, cc := range c.calls {
+		cc.cancel()
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+// remoteHost is a call's sandbox.Host inside a worker: it forwards to the supervisor.
+type remoteHost struct {
+	w     *writer
+	id    uint64
+	reply chan frame
+}
+
+var _ sandbox.Host = (*remoteHost)(nil)
+
+func (h *remoteHost) Log(_ context.Context, level sandbox.Level, msg string) {
+	_ = h.w.send(frameLog, h.id, []byte{byte(level)}, []byte(msg))
+}
+
+func (h *remoteHost) Progress(_ context.Context, progress, total float64, msg string) {
+	var b [16]byte
+	_ = h.w.send(frameProgress, h.id, appendF64(appendF64(b[:0], progress), total), []byte(msg))
+}
+
+func (h *remoteHost) Request(ctx context.Context, method string, params []byte) ([]byte, error) {
+	if err := h.w.send(frameRequest, h.id, []byte{byte(len(method))}, []byte(method), params); err != nil {
+		return nil, err
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case f := <-h.reply:
+		if len(f.payload) < 1 {
+			return nil, errors.New("empty reply frame")
+		}
+		body := f.payload[1:]
+		switch f.payload[0] {
+		case replyOK:
+			return body, nil
+		case replyUnsupported:
+			return nil, sandbox.ErrUnsupported
+		case replyUnavailable:
+			return nil, sandbox.ErrUnavailable
+		}
+		if !utf8.Valid(body) {
+			body = []byte("request failed")
+		}
+		return nil, errors.New(string(body))
+	}
+}

@@ -1,0 +1,25 @@
+// Package worker runs a plugin's guest code in a separate, supervised process, so that
+// a hostile guest can never stall the server.
+//
+// In one process, wazero cannot guarantee that a guest stops: a guest whose functions
+// call each other in a loop-free exponential tree ignores its context, and any guest
+// stuck in compiled code freezes the whole Go process at the next garbage collection.
+// A process can always be killed. So every plugin not marked trusted gets a worker
+// process, started from the server's own binary ([Main] is its entry point): the worker
+// compiles the plugin once and runs each call in a fresh wazero instance, exactly as the
+// in-process [sandbox.Module] does, and the server keeps everything else (the task engine,
+// the MCP sessions).
+//
+// The supervisor ([Supervisor], [Module]) speaks to a worker over its stdin and stdout
+// with length-prefixed binary frames (frame.go). A call is cancelled through its context
+// inside the worker first; if the worker has not answered within [KillGrace] after the
+// call's deadline or cancellation, the supervisor kills it with SIGKILL. Calls that were
+// running in a killed or crashed worker fail with a message saying so; the next call
+// starts a new worker. Host functions (logs, progress, requests for user input) cross the
+// boundary as frames, and the supervisor treats every frame from a worker as hostile.
+//
+// A worker starts with an empty environment, no inherited file descriptors beyond the
+// channel and stderr, the root directory as its working directory, resource limits
+// (open files, core dumps, file size, address space) and, where the kernel allows, a
+// seccomp filter that refuses sockets and exec.
+package worker

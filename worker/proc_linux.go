@@ -1,0 +1,19 @@
+package worker
+
+import (
+	"os"
+	"syscall"
+)
+
+// sysProcAttr puts a worker in its own process group, so that a terminal's signals reach
+// only the server, and has the kernel kill it if the server dies.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// killGroup kills a worker and anything it started: a worker is its own process group.
+func killGroup(p *os.Process) {
+	if syscall.Kill(-p.Pid, syscall.SIGKILL) != nil {
+		_ = p.Kill()
+	}
+}

@@ -1,0 +1,12 @@
+//go:build !linux
+
+package worker
+
+import (
+	"os"
+	"syscall"
+)
+
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+func killGroup(p *os.Process) { _ = p.Kill() }

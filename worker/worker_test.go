@@ -1,0 +1,328 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
+	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
+	"github.com/mcp-wasmhost/mcp-wasmhost/worker"
+)
+
+// The test binary is also the worker binary: started with worker.Arg, it is a worker.
+func TestMain(m *testing.M) {
+	if worker.IsWorker(os.Args) {
+		os.Exit(worker.Main())
+	}
+	os.Exit(m.Run())
+}
+
+func supervisor(t testing.TB, opts worker.Options) *worker.Supervisor {
+	t.Helper()
+	if opts.CacheDir == "" {
+		opts.CacheDir = testenv.CacheDir()
+	}
+	s, err := worker.NewSupervisor(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func load(t testing.TB, rel string, limits sandbox.Limits) *worker.Module {
+	t.Helper()
+	m, err := supervisor(t, worker.Options{}).Load(context.Background(), worker.Spec{Name: "test", Wasm: wasm(t, rel), Limits: limits})
+	if err != nil {
+		t.Fatalf("Load(%s) = %v", rel, err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	return m
+}
+
+func wasm(t testing.TB, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(testenv.Path(rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func input(tool string, args any) []byte {
+	b, _ := json.Marshal(map[string]any{"tool": tool, "arguments": args})
+	return b
+}
+
+// The same module gives the same manifest and the same results in a worker as in process.
+func TestSameAsInProcess(t *testing.T) {
+	ctx := context.Background()
+	w := load(t, "plugins/textkit/textkit.wasm", sandbox.Limits{})
+	e := testenv.Engine(t)
+	local, err := e.Load(ctx, sandbox.Spec{Name: "test", Wasm: wasm(t, "plugins/textkit/textkit.wasm")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close(ctx)
+	wantDoc, _ := local.Describe(ctx)
+	if doc, err := w.Describe(ctx); err != nil || string(doc) != string(wantDoc) {
+		t.Fatalf("Describe() = %.80s, %v; want %.80s", doc, err, wantDoc)
+	}
+	for _, in := range [][]byte{
+		input("sha256", map[string]string{"text": "hello"}),
+		input("stats", map[string]string{"text": "one two\nthree"}),
+		input("base64_decode", map[string]string{"text": "%%%"}),
+	} {
+		want, wantErr := local.Call(ctx, in, nil)
+		got, err := w.Call(ctx, in, nil)
+		if string(got) != string(want) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Errorf("Call(%s) = %s, %v; in process %s, %v", in, got, err, want, wantErr)
+		}
+	}
+	if n := w.Live(); n != 0 {
+		t.Errorf("Live() = %d after the calls, want 0", n)
+	}
+}
+
+// recorder is a sandbox.Host that records what crosses the boundary.
+type recorder struct {
+	mu       sync.Mutex
+	logs     []string
+	progress []float64
+	asked    chan string // receives each request's method; nil answers at once
+	answer   func(method string) ([]byte, error)
+}
+
+func (r *recorder) Log(_ context.Context, level sandbox.Level, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, level.String()+": "+msg)
+}
+
+func (r *recorder) Progress(_ context.Context, p, _ float64, _ string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.progress = append(r.progress, p)
+}
+
+func (r *recorder) Request(ctx context.Context, method string, _ []byte) ([]byte, error) {
+	if r.asked != nil {
+		r.asked <- method
+	}
+	if r.answer != nil {
+		return r.answer(method)
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestHostFunctionsCrossTheBoundary(t *testing.T) {
+	ctx := context.Background()
+	m := load(t, "testdata/wasm/asker.wasm", sandbox.Limits{})
+	tests := []struct {
+		name   string
+		answer func(string) ([]byte, error)
+		want   string
+	}{
+		{"accepted", func(string) ([]byte, error) { return []byte(`{"action":"accept","content":{"confirm":true}}`), nil }, `"text":"accept"`},
+		{"unavailable", func(string) ([]byte, error) { return nil, sandbox.ErrUnavailable }, "UNAVAILABLE"},
+		{"failed", func(string) ([]byte, error) { return nil, errors.New("the client went away") }, "FAILED"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := m.Call(ctx, input("ask", nil), &recorder{answer: tt.answer})
+			if err != nil || !strings.Contains(string(out), tt.want) {
+				t.Errorf("Call(ask) = %s, %v; want it to contain %s", out, err, tt.want)
+			}
+		})
+	}
+	// Logs and progress: the flood guest logs and reports until it hits the ABI's limits.
+	f := load(t, "testdata/wasm/hostflood.wasm", sandbox.Limits{})
+	doc, _ := f.Describe(ctx)
+	var manifest struct{ Tools []struct{ Name string } }
+	_ = json.Unmarshal(doc, &manifest)
+	for _, tool := range manifest.Tools {
+		r := &recorder{}
+		if _, err := f.Call(ctx, input(tool.Name, nil), r); err != nil {
+			t.Errorf("Call(%s) = %v", tool.Name, err)
+		}
+		if len(r.logs)+len(r.progress) == 0 {
+			t.Errorf("Call(%s): no log or progress reached the host", tool.Name)
+		}
+		t.Logf("%s: %d logs, %d progress reports crossed", tool.Name, len(r.logs), len(r.progress))
+	}
+}
+
+// A looping guest is stopped by its context inside the worker, which survives.
+func TestLoopStoppedInsideWorker(t *testing.T) {
+	m := load(t, "testdata/wasm/loop.wasm", sandbox.Limits{Timeout: 200 * time.Millisecond})
+	_, err := m.Call(context.Background(), input("spin", nil), nil)
+	var ge *sandbox.GuestError
+	if !errors.As(err, &ge) || ge.Kind != sandbox.KindTimeout || strings.Contains(ge.Message, "killed") {
+		t.Fatalf("Call(spin) = %v; want a time-limit error from the worker itself", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err = m.Call(ctx, input("spin", nil), nil)
+	if !errors.As(err, &ge) || ge.Kind != sandbox.KindCanceled {
+		t.Fatalf("Call(spin) cancelled = %v; want cancelled", err)
+	}
+	if m.Starts() != 1 || m.Live() != 0 {
+		t.Errorf("Starts() = %d, Live() = %d; want 1 worker, no instance left", m.Starts(), m.Live())
+	}
+}
+
+// A guest that wazero cannot interrupt is stopped by killing its worker; calls that
+// shared the worker fail with a message that says so, and the next call gets a new one.
+func TestUninterruptibleGuestKillsItsWorker(t *testing.T) {
+	for _, how := range []string{"deadline", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := context.Background()
+			limits := sandbox.Limits{Timeout: 300 * time.Millisecond}
+			if how == "cancel" {
+				limits.Timeout = time.Minute
+			}
+			m := load(t, "testdata/wasm/calltree.wasm", limits)
+			pid := m.PID()
+			callCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if how == "cancel" {
+				time.AfterFunc(100*time.Millisecond, cancel)
+			}
+			_, err := m.Call(callCtx, input("tree", nil), nil)
+			var ge *sandbox.GuestError
+			want := map[string]sandbox.ErrorKind{"deadline": sandbox.KindTimeout, "cancel": sandbox.KindCanceled}[how]
+			if !errors.As(err, &ge) || ge.Kind != want || !strings.Contains(ge.Message, "worker process was killed") {
+				t.Fatalf("Call(tree) = %v; want kind %d and the kill explained", err, want)
+			}
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+				t.Errorf("worker %d still exists after the call returned", pid)
+			}
+			if m.Live() != 0 {
+				t.Errorf("Live() = %d, want 0", m.Live())
+			}
+			// The next call starts a new worker and is served normally.
+			if _, err := m.Describe(ctx); err != nil || m.Starts() != 2 {
+				t.Errorf("Describe() after the kill = %v with %d starts; want a second worker", err, m.Starts())
+			}
+		})
+	}
+}
+
+func TestBystanderLearnsWhy(t *testing.T) {
+	ctx := context.Background()
+	// One plugin, two calls in the same worker: one waits for user input, the other
+	// never stops. Killing the worker ends both; the waiting one says why.
+	m := load(t, "testdata/wasm/calltree.wasm", sandbox.Limits{Timeout: 300 * time.Millisecond})
+	errs := make(chan error, 1)
+	go func() {
+		_, err := m.Call(ctx, input("tree", nil), nil)
+		errs <- err
+	}()
+	_, err := m.Call(ctx, input("tree", nil), nil)
+	other := <-errs
+	var a, b *sandbox.GuestError
+	if !errors.As(err, &a) || !errors.As(other, &b) {
+		t.Fatalf("calls = %v / %v; want guest errors", err, other)
+	}
+	kinds := map[sandbox.ErrorKind]bool{a.Kind: true, b.Kind: true}
+	if !kinds[sandbox.KindTimeout] {
+		t.Errorf("kinds %v, %v: want one time-limit error", a, b)
+	}
+	for _, e := range []*sandbox.GuestError{a, b} {
+		if e.Kind == sandbox.KindAborted && !strings.Contains(e.Message, "did not stop") {
+			t.Errorf("bystander's message %q does not say why its worker stopped", e.Message)
+		}
+	}
+}
+
+func TestLoadRefusals(t *testing.T) {
+	tests := []struct {
+		rel  string
+		want string
+	}{
+		{"testdata/wasm/missing_import.wasm", "imports"},
+		{"testdata/wasm/truncated.wasm", "not a valid WebAssembly module"},
+		{"testdata/wasm/abi_v2.wasm", "version 2"},
+		{"testdata/wasm/command.wasm", "_start"},
+	}
+	s := supervisor(t, worker.Options{})
+	for _, tt := range tests {
+		_, err := s.Load(context.Background(), worker.Spec{Name: "bad", Wasm: wasm(t, tt.rel)})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Load(%s) = %v; want an error containing %q", tt.rel, err, tt.want)
+		}
+	}
+}
+
+// A worker that does not speak the protocol is refused, never trusted.
+func TestMisbehavingWorker(t *testing.T) {
+	tests := []struct {
+		name, script, want string
+	}{
+		{"garbage", "printf 'this is not a frame at all, just text'; sleep 5", "malformed"},
+		{"huge frame", `printf '\377\377\377\377\002\000\000\000\000\000\000\000\000'; sleep 5`, "out of range"},
+		{"exits", "exit 3", "exit status 3"},
+		{"wrong first frame", `printf '\000\000\000\012\011\000\000\000\000\000\000\000\001\000'; sleep 5`, "before ready"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			script := filepath.Join(t.TempDir(), "worker.sh")
+			if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null &\n"+tt.script+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			s := supervisor(t, worker.Options{Command: script})
+			_, err := s.Load(context.Background(), worker.Spec{Name: "w", Wasm: wasm(t, "testdata/wasm/loop.wasm")})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Load() = %v; want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// A worker runs with an empty environment, only its three standard descriptors among
+// files, resource limits and a seccomp filter.
+func TestWorkerIsHardened(t *testing.T) {
+	t.Setenv("MCPWH_SECRET_FOR_TEST", "must not leak")
+	m := load(t, "testdata/wasm/loop.wasm", sandbox.Limits{})
+	pid := m.PID()
+	proc := func(name string) string {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if env := proc("environ"); env != "" {
+		t.Errorf("worker environment = %q, want empty", env)
+	}
+	status := proc("status")
+	for _, want := range []string{"NoNewPrivs:\t1", "Seccomp:\t2"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("/proc/%d/status lacks %q", pid, want)
+		}
+	}
+	limits := proc("limits")
+	for _, want := range []string{"Max open files            256", "Max core file size        0"} {
+		if !strings.Contains(limits, want) {
+			t.Errorf("/proc/%d/limits lacks %q:\n%s", pid, want, limits)
+		}
+	}
+	if cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); cwd != "/" {
+		t.Errorf("worker cwd = %q, want /", cwd)
+	}
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, fd := range fds {
+		target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if !strings.HasPrefix(target, "pipe:") && !strings.HasPrefix(target, "anon_inode:") && !strings.HasPrefix(target, "/sys/fs/cgroup/") && target != "/dev/null" {
+			t.Errorf("worker holds fd %s -> %s; want only pipes and the Go runtime's cgroup files", fd.Name(), target)
+		}
+	}
+}
