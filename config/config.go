@@ -204,6 +204,11 @@ type Plugin struct {
 	// Dirs are the host directories the guest may open ([[plugins.dirs]]).
 	// Nil means the guest has no file system.
 	Dirs []Dir `toml:"dirs"`
+	// Trusted runs the plugin inside the server process, which saves the
+	// worker process's cost per call. False (the default) runs it in a
+	// supervised worker process that is killed if a call does not stop: only
+	// there can a hostile guest never stall the server.
+	Trusted bool `toml:"trusted"`
 }
 
 // Dir holds one [[plugins.dirs]] table: a host directory mounted in the guest.

@@ -123,6 +123,11 @@ func TestParseDefaults(t *testing.T) {
 			&Config{Server: defaultServer, Plugins: []Plugin{defaultPlugin("toolbox")}},
 		},
 		{
+			"trusted",
+			plugin("toolbox", "trusted = true"),
+			&Config{Server: defaultServer, Plugins: []Plugin{with(defaultPlugin("toolbox"), func(p *Plugin) { p.Trusted = true })}},
+		},
+		{
 			"env, inherit_env and dirs",
 			plugin("toolbox",
 				`env = { GREETING = "hello", _x1 = "" }`,

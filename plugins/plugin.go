@@ -15,6 +15,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
+	"github.com/mcp-wasmhost/mcp-wasmhost/worker"
 )
 
 // MaxToolNameLen is the longest tool name offered to clients; many clients cap names at 64.
@@ -27,13 +28,34 @@ type Spec struct {
 	SHA256 string // the file's pinned digest, lowercase hex
 	Limits sandbox.Limits
 	Grants sandbox.Grants
+	// Workers runs the plugin in a worker process it supervises. Nil runs the plugin
+	// in this process, which only a trusted plugin may do: in process, a hostile guest
+	// can stall the server (package worker explains why).
+	Workers *worker.Supervisor
 }
+
+// Runner runs a plugin's guest code, each call in a fresh instance: in this process
+// (*sandbox.Module) or in a worker process (*worker.Module).
+type Runner interface {
+	Describe(ctx context.Context) ([]byte, error)
+	Call(ctx context.Context, input []byte, h sandbox.Host) ([]byte, error)
+	Limits() sandbox.Limits
+	Instances() int64 // calls started so far
+	Live() int64      // instances that may still exist
+	Close(ctx context.Context) error
+}
+
+var (
+	_ Runner = (*sandbox.Module)(nil)
+	_ Runner = (*worker.Module)(nil)
+)
 
 // Plugin is a loaded plugin and its tools.
 type Plugin struct {
-	Name   string
-	Module *sandbox.Module
-	Tools  []*Tool
+	Name     string
+	Module   Runner
+	Isolated bool // runs in a worker process
+	Tools    []*Tool
 }
 
 // TaskSupport says whether a tool may or must run as an MCP Task.
@@ -72,7 +94,12 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 		return nil, fmt.Errorf("plugin %q: %s has sha256 %s, but config pins %s; refusing to load it (update sha256 in config only if you trust the new file)",
 			s.Name, s.Path, got, s.SHA256)
 	}
-	m, err := e.Load(ctx, sandbox.Spec{Name: s.Name, Wasm: b, Limits: s.Limits, Grants: s.Grants})
+	var m Runner
+	if s.Workers != nil {
+		m, err = s.Workers.Load(ctx, worker.Spec{Name: s.Name, Wasm: b, Limits: s.Limits, Grants: s.Grants})
+	} else {
+		m, err = e.Load(ctx, sandbox.Spec{Name: s.Name, Wasm: b, Limits: s.Limits, Grants: s.Grants})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +112,7 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 	if err != nil {
 		return nil, fmt.Errorf("describe plugin %q: %w", s.Name, err)
 	}
-	p := &Plugin{Name: s.Name, Module: m}
+	p := &Plugin{Name: s.Name, Module: m, Isolated: s.Workers != nil}
 	if p.Tools, err = parseManifest(p, doc); err != nil {
 		return nil, fmt.Errorf("plugin %q: manifest: %w", s.Name, err)
 	}

@@ -35,9 +35,13 @@ import (
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks/boltstore"
+	"github.com/mcp-wasmhost/mcp-wasmhost/worker"
 )
 
 func main() {
+	if worker.IsWorker(os.Args) {
+		os.Exit(worker.Main()) // this process runs one untrusted plugin for a server
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
@@ -96,7 +100,11 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		return err
 	}
 	defer engine.Close(context.WithoutCancel(ctx))
-	catalog, refused, err := loadPlugins(ctx, engine, cfg, logger)
+	workers, err := worker.NewSupervisor(worker.Options{CacheDir: cacheDir, GCPercent: cfg.Server.GCPercent, Logger: logger})
+	if err != nil {
+		return err
+	}
+	catalog, refused, err := loadPlugins(ctx, engine, workers, cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -158,16 +166,21 @@ func report(w io.Writer, c *plugins.Catalog, refused []error) error {
 // loadPlugins loads every configured plugin, in parallel. A plugin that fails to load
 // is refused and logged with the reason; the server serves the others. It fails only
 // when plugins were configured and none loaded.
-func loadPlugins(ctx context.Context, e *sandbox.Engine, cfg *config.Config, logger *slog.Logger) (*plugins.Catalog, []error, error) {
+func loadPlugins(ctx context.Context, e *sandbox.Engine, workers *worker.Supervisor, cfg *config.Config, logger *slog.Logger) (*plugins.Catalog, []error, error) {
 	loaded := make([]*plugins.Plugin, len(cfg.Plugins))
 	errs := make([]error, len(cfg.Plugins))
 	var wg sync.WaitGroup
 	for i, pc := range cfg.Plugins {
 		wg.Go(func() {
 			start := time.Now()
-			loaded[i], errs[i] = plugins.Load(ctx, e, pluginSpec(pc))
+			spec := pluginSpec(pc)
+			if !pc.Trusted {
+				spec.Workers = workers
+			}
+			loaded[i], errs[i] = plugins.Load(ctx, e, spec)
 			if errs[i] == nil {
-				logger.Info("plugin loaded", "plugin", pc.Name, "tools", len(loaded[i].Tools), "took", time.Since(start).Round(time.Millisecond))
+				logger.Info("plugin loaded", "plugin", pc.Name, "tools", len(loaded[i].Tools), "runs", runsIn(loaded[i]),
+					"took", time.Since(start).Round(time.Millisecond))
 			}
 		})
 	}
@@ -187,6 +200,13 @@ func loadPlugins(ctx context.Context, e *sandbox.Engine, cfg *config.Config, log
 	}
 	c, err := plugins.NewCatalog(ok)
 	return c, refused, err
+}
+
+func runsIn(p *plugins.Plugin) string {
+	if p.Isolated {
+		return "worker process"
+	}
+	return "in process (trusted)"
 }
 
 // taskStore is a tasks.Store that is closed when the server stops.
