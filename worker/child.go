@@ -73,7 +73,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Logger
 	}
 	defer mod.Close(context.WithoutCancel(ctx))
 	if err := harden(doc.Harden); err != nil {
-		_ = w.send(frameReady, 0, []byte("harden worker: "+err.Error()))
+		_ = w.send(frameReady, 0, fmt.Appendf(nil, "plugin %q: harden its worker process: %v", doc.Name, err))
 		return nil
 	}
 	if err := w.send(frameReady, 0, nil); err != nil {

@@ -376,7 +376,7 @@ func (m *Module) start(ctx context.Context) (*process, error) {
 			return p, nil
 		}
 		p.stop("it could not load the plugin", time.Second)
-		return nil, fmt.Errorf("plugin %q: %s", m.name, msg)
+		return nil, errors.New(msg) // the worker's message names the plugin
 	case <-p.dead:
 		return nil, fmt.Errorf("plugin %q: the worker process stopped while starting (%s)", m.name, p.reason())
 	case <-timer.C:
