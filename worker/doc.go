@@ -12,7 +12,7 @@
 //
 // The supervisor ([Supervisor], [Module]) speaks to a worker over its stdin and stdout
 // with length-prefixed binary frames (frame.go). A call is cancelled through its context
-// inside the worker first; if the worker has not answered within [KillGrace] after the
+// inside the worker first; if the worker has not answered within [DefaultKillGrace] after the
 // call's deadline or cancellation, the supervisor kills it with SIGKILL. Calls that were
 // running in a killed or crashed worker fail with a message saying so; the next call
 // starts a new worker. Host functions (logs, progress, requests for user input) cross the

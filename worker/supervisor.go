@@ -21,10 +21,10 @@ import (
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 )
 
-// KillGrace is how long a worker may take to stop a call after its deadline or its
-// cancellation before the supervisor kills the worker. wazero stops a looping guest in
-// well under a millisecond; only a guest that cannot be interrupted takes longer.
-const KillGrace = 50 * time.Millisecond
+// DefaultKillGrace is how long a worker may take to stop a call after its deadline or
+// its cancellation before the supervisor kills the worker. wazero stops a looping guest
+// in well under a millisecond; only a guest that cannot be interrupted takes longer.
+const DefaultKillGrace = 50 * time.Millisecond
 
 // startTimeout bounds starting a worker and loading its plugin (compilation included).
 const startTimeout = 2 * time.Minute
@@ -43,6 +43,8 @@ type Options struct {
 	Logger *slog.Logger
 	// NoSeccomp turns the seccomp filter off (for diagnosing a kernel that refuses it).
 	NoSeccomp bool
+	// KillGrace overrides DefaultKillGrace; 0 means the default.
+	KillGrace time.Duration
 }
 
 // Supervisor starts and watches worker processes, one per plugin. It is safe for
@@ -73,6 +75,9 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.KillGrace <= 0 {
+		opts.KillGrace = DefaultKillGrace
 	}
 	return &Supervisor{opts: opts, command: cmd, logger: logger}, nil
 }
@@ -236,7 +241,7 @@ func (m *Module) run(ctx context.Context, entry byte, input []byte, h sandbox.Ho
 			if parent.Err() != nil {
 				_ = p.w.send(frameCancel, c.id)
 			} // else the worker's own deadline, set when the call arrived, is due now
-			grace = time.After(KillGrace)
+			grace = time.After(m.sup.opts.KillGrace)
 		case <-grace:
 			return nil, m.stuck(ctx, parent, p)
 		case <-p.dead:
@@ -316,7 +321,7 @@ func (m *Module) result(payload []byte) ([]byte, error, bool) {
 func (m *Module) stuck(ctx, parent context.Context, p *process) error {
 	kind, reason, why := sandbox.KindTimeout, "it exceeded its time limit of "+m.limits.Timeout.String(), "it did not stop at its time limit"
 	if err := parent.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		kind, reason, why = sandbox.KindCanceled, "the call was cancelled", "it did not stop within "+KillGrace.String()+" of being cancelled"
+		kind, reason, why = sandbox.KindCanceled, "the call was cancelled", "it did not stop within "+m.sup.opts.KillGrace.String()+" of being cancelled"
 	}
 	p.kill("a call in it did not stop: " + why)
 	<-p.dead // the process is gone, and the instance with it

@@ -39,7 +39,12 @@ func supervisor(t testing.TB, opts worker.Options) *worker.Supervisor {
 
 func load(t testing.TB, rel string, limits sandbox.Limits) *worker.Module {
 	t.Helper()
-	m, err := supervisor(t, worker.Options{}).Load(context.Background(), worker.Spec{Name: "test", Wasm: wasm(t, rel), Limits: limits})
+	return loadWith(t, worker.Options{}, rel, limits)
+}
+
+func loadWith(t testing.TB, opts worker.Options, rel string, limits sandbox.Limits) *worker.Module {
+	t.Helper()
+	m, err := supervisor(t, opts).Load(context.Background(), worker.Spec{Name: "test", Wasm: wasm(t, rel), Limits: limits})
 	if err != nil {
 		t.Fatalf("Load(%s) = %v", rel, err)
 	}
@@ -160,9 +165,11 @@ func TestHostFunctionsCrossTheBoundary(t *testing.T) {
 	}
 }
 
-// A looping guest is stopped by its context inside the worker, which survives.
+// A looping guest is stopped by its context inside the worker, which survives. (The
+// grace is long so that a slow machine, or the race detector, never makes the worker
+// miss it: this test is about the cooperative path.)
 func TestLoopStoppedInsideWorker(t *testing.T) {
-	m := load(t, "testdata/wasm/loop.wasm", sandbox.Limits{Timeout: 200 * time.Millisecond})
+	m := loadWith(t, worker.Options{KillGrace: 10 * time.Second}, "testdata/wasm/loop.wasm", sandbox.Limits{Timeout: 200 * time.Millisecond})
 	_, err := m.Call(context.Background(), input("spin", nil), nil)
 	var ge *sandbox.GuestError
 	if !errors.As(err, &ge) || ge.Kind != sandbox.KindTimeout || strings.Contains(ge.Message, "killed") {
