@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 // of the process boundary per call. "spawn" starts a worker per call instead, the
 // alternative to keeping one per plugin.
 func BenchmarkIsolation(b *testing.B) {
-	sup, err := worker.NewSupervisor(worker.Options{CacheDir: testenv.CacheDir()})
+	sup, err := worker.NewSupervisor(worker.Options{CacheDir: testenv.CacheDir(), GCPercent: 200})
 	if err != nil {
 		b.Fatal(err)
 	}
