@@ -55,7 +55,11 @@ func init() {
 			if in.Seconds < 0 || in.Seconds > 600 {
 				return guest.Errorf("seconds must be 0-600, got %v", in.Seconds), nil
 			}
-			time.Sleep(time.Duration(in.Seconds * float64(time.Second)))
+			// In short naps: a cancelled call is torn down at its next host call, and
+			// one long sleep is a single host call that does not return early.
+			for end := time.Now().Add(time.Duration(in.Seconds * float64(time.Second))); time.Now().Before(end); {
+				time.Sleep(min(20*time.Millisecond, time.Until(end)))
+			}
 			return guest.Text(fmt.Sprintf("Computed %q after %vs", in.Label, in.Seconds)), nil
 		})
 
