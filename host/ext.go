@@ -117,6 +117,7 @@ type extTask struct {
 	CreatedAt      string                  `json:"createdAt"`
 	LastUpdatedAt  string                  `json:"lastUpdatedAt"`
 	TTLMs          int64                   `json:"ttlMs"`
+	TTL            *int64                  `json:"ttl,omitempty"` // see extGet
 	PollIntervalMs int64                   `json:"pollIntervalMs,omitempty"`
 	Result         json.RawMessage         `json:"result,omitempty"`
 	Error          *tasks.Error            `json:"error,omitempty"`
@@ -183,7 +184,13 @@ func (s *Server) extGet(ctx context.Context, c caller, id string) (*extTask, err
 	if err != nil {
 		return nil, taskError(err, id)
 	}
-	return detailed(t, inputs), nil
+	d := detailed(t, inputs)
+	if !c.stateless {
+		// A 2025-11-25 session that declared the extension: its schema's
+		// GetTaskResult requires ttl, so the old name comes too.
+		d.TTL = &d.TTLMs
+	}
+	return d, nil
 }
 
 func (s *Server) extCancel(ctx context.Context, c caller, id string) (*ack, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"time"
 
@@ -369,18 +370,14 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if ss == nil {
 			return next(ctx, method, req)
 		}
-		var meta mcp.Meta
-		if p, ok := req.GetParams().(interface{ GetMeta() map[string]any }); ok && p != nil {
-			meta = p.GetMeta()
-		}
-		c := callerOf(ss, meta, req.GetExtra())
+		c := callerOf(ss, requestMeta(req), req.GetExtra())
 		ctx = withCaller(ctx, c)
 		switch method {
 		case "initialize":
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.InitializeResult); ok && err == nil {
-				ir := req.(*mcp.InitializeRequest)
-				return &initializeResult{r, ir.Params != nil && hasExtension(ir.Params.Capabilities)}, nil
+				ip, _ := req.GetParams().(*mcp.InitializeParams)
+				return &initializeResult{r, ip != nil && hasExtension(ip.Capabilities)}, nil
 			}
 			return res, err
 		case "tools/list":
@@ -396,6 +393,18 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// requestMeta returns a request's params._meta, if any.
+func requestMeta(req mcp.Request) map[string]any {
+	p, ok := req.GetParams().(interface{ GetMeta() map[string]any })
+	if !ok || p == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil // a typed nil: the request had no params
+	}
+	return p.GetMeta()
 }
 
 func hasExtension(caps *mcp.ClientCapabilities) bool {
