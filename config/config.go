@@ -583,10 +583,7 @@ func (c *Config) finish(name, dir string) []error {
 			firstByName[p.Name] = i
 		}
 
-		if p.ToolPrefix == nil {
-			prefix := p.Name + "_"
-			p.ToolPrefix = &prefix
-		} else if !validToolPrefix(*p.ToolPrefix) {
+		if p.ToolPrefix != nil && !validToolPrefix(*p.ToolPrefix) {
 			fail(where, "tool_prefix %q must be 0-%d characters of A-Z, a-z, 0-9, '_' and '-'", *p.ToolPrefix, maxToolPrefix)
 		}
 

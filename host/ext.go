@@ -338,4 +338,5 @@ type inputRequiredResult struct {
 	ResultType    string              `json:"resultType"`
 	InputRequests mcp.InputRequestMap `json:"inputRequests"`
 	RequestState  string              `json:"requestState"`
+	Content       *[]mcp.Content      `json:"content,omitempty"` // set on 2025-11-25 sessions
 }
