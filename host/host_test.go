@@ -72,11 +72,15 @@ func sharedCatalog(t *testing.T) (*plugins.Catalog, string, string) {
 		spin.Limits.Timeout = 300 * time.Millisecond
 		memhog := testenv.Spec(t, "memhog", "testdata/wasm/memhog.wasm")
 		memhog.Limits.MemoryMiB = 32
+		// The conformance fixture, under its own tool names.
+		taskfix := testenv.Spec(t, "taskfix", "conformance/taskfix/taskfix.wasm")
+		taskfix.ToolPrefix = new(string)
 		var loaded []*plugins.Plugin
 		for _, s := range []plugins.Spec{
 			testenv.Spec(t, "textkit", "plugins/textkit/textkit.wasm"), toolbox, spin, memhog,
 			testenv.Spec(t, "flood", "testdata/wasm/flood.wasm"),
 			testenv.Spec(t, "stateful", "testdata/wasm/stateful.wasm"),
+			taskfix,
 		} {
 			p, err := plugins.Load(ctx, e, s)
 			if err != nil {
