@@ -47,8 +47,11 @@ check-wasm:
 
 interop-deps:
 	cd interop && npm ci --no-audit --no-fund
+	cd conformance/alpha && npm ci --no-audit --no-fund
 
-# test runs every test: Go (with the race detector) and the TypeScript SDK interop test.
+# test runs every test: Go (with the race detector), the third-party clients in
+# interop/, and the task scenarios of the draft conformance suite on both wires.
 test: interop-deps
 	go test -race -count=1 ./...
 	cd interop && node --test --test-concurrency=1
+	conformance/alpha/run.sh

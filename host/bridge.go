@@ -280,7 +280,7 @@ func (q elicitQuestion) params() (*mcp.ElicitParams, error) {
 	if q.Message == "" {
 		return nil, errors.New("message is required")
 	}
-	ep := &mcp.ElicitParams{Message: q.Message}
+	ep := &mcp.ElicitParams{Mode: "form", Message: q.Message}
 	if len(q.RequestedSchema) > 0 {
 		var schema map[string]any
 		if err := json.Unmarshal(q.RequestedSchema, &schema); err != nil {

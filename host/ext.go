@@ -145,9 +145,9 @@ func detailed(t tasks.Task, inputs []*tasks.Input) *extTask {
 	d := toExt(t, "complete")
 	switch {
 	case t.Status == tasks.Failed && t.Error == nil && t.Result != nil:
-		d.Status, d.StatusMessage, d.Result = string(tasks.Completed), "", t.Result
+		d.Status, d.StatusMessage, d.Result = string(tasks.Completed), "", completeRaw(t.Result)
 	case t.Status == tasks.Completed:
-		d.Result = t.Result
+		d.Result = completeRaw(t.Result)
 	case t.Status == tasks.Failed && t.Error != nil:
 		d.Error = t.Error
 	case t.Status == tasks.Failed: // lost to a restart or shutdown
@@ -159,6 +159,24 @@ func detailed(t tasks.Task, inputs []*tasks.Input) *extTask {
 		}
 	}
 	return d
+}
+
+// completeRaw is a stored result as the extension inlines it: with resultType
+// "complete", as the request would have answered it.
+func completeRaw(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return raw
+	}
+	if _, ok := m["resultType"]; ok {
+		return raw
+	}
+	m["resultType"] = json.RawMessage(`"complete"`)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return b
 }
 
 // ack is the empty answer of tasks/update and tasks/cancel on the extension's wire.

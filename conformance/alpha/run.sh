@@ -8,7 +8,7 @@
 # Usage: conformance/alpha/run.sh [BINARY]   (default: builds ./cmd/mcp-wasmhost)
 # Needs `npm ci` in conformance/alpha first (make test does it). Results go to
 # conformance/alpha/results/. Exits non-zero if a scenario fails that is not listed in
-# expected-failures-2025-11-25.yml (that file says why each one cannot pass there).
+# expected-failures-<wire>.txt (which says why each one listed cannot pass there).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
