@@ -35,10 +35,8 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 			cancel()
 		}
 	}()
-	// Multi round-trip where the server cannot ask mid-call (2026-07-28), and for
-	// clients of the Tasks extension, whose composition with it (input first, then a
-	// task) they expect on any wire.
-	if c.stateless || c.ext {
+	// Multi round-trip where the server cannot ask mid-call (2026-07-28).
+	if c.stateless {
 		answers, err := s.replayedAnswers(req.Params, t, c)
 		if err != nil {
 			return nil, err
@@ -119,11 +117,7 @@ func (s *Server) inputRequired(t *plugins.Tool, args json.RawMessage, c caller, 
 	if err != nil {
 		return nil, invalidParams("%v", err)
 	}
-	res := &inputRequiredResult{ResultType: "input_required", InputRequests: reqs, RequestState: state}
-	if !c.stateless {
-		res.Content = &[]mcp.Content{} // 2025-11-25's CallToolResult requires content
-	}
-	return res, nil
+	return &inputRequiredResult{ResultType: "input_required", InputRequests: reqs, RequestState: state}, nil
 }
 
 // replayedAnswers checks a repeated call's requestState and returns every answer the

@@ -62,6 +62,14 @@ func callerFrom(ctx context.Context, ss *mcp.ServerSession) caller {
 // callerOf describes the sender of one request: its session, the request's _meta and
 // its HTTP extras (nil off HTTP).
 //
+// The Tasks extension is the 2026-07-28 form of Tasks: a request gets its wire when it
+// is a 2026-07-28 request whose client declared the extension (per request, as every
+// capability on that version). Every 2025-11-25 (or older) session gets 2025-11-25
+// Tasks, even if its client declared the extension in initialize: the extension's
+// own client library (ext-tasks 0.2.2) uses it only on 2026-07-28 and follows
+// capabilities.tasks before, and the MCP Inspector 2.12.0 declares the extension on
+// its 2025-11-25 connections while expecting 2025-11-25 Tasks there.
+//
 // The owner of tasks is the requester as far as the server can tell it apart: the
 // local user on stdio, the session on stateful HTTP (2025-11-25 and older), and on
 // stateless HTTP (2026-07-28) the authenticated user if the request carries a
@@ -69,29 +77,33 @@ func callerFrom(ctx context.Context, ss *mcp.ServerSession) caller {
 // stateless request identifies its sender (clientInfo is whatever the client says).
 // For anonymous requesters the unguessable task ID (192 random bits) is the capability,
 // and this line has no tasks/list that could reveal IDs. Tasks of one owner are never
-// visible to another, whichever line created or asks for them.
+// visible to another, whichever wire created or asks for them.
 func callerOf(ss *mcp.ServerSession, meta mcp.Meta, extra *mcp.RequestExtra) caller {
 	c := caller{owner: owner(ss)}
 	init := ss.InitializeParams()
-	if init != nil {
-		c.caps = init.Capabilities
-		c.stateless = init.ProtocolVersion > newestLegacyVersion
+	if init == nil {
+		return c
 	}
-	if c.stateless && ss.ID() == "" && extra != nil && extra.Header != nil {
+	c.caps = init.Capabilities
+	c.stateless = init.ProtocolVersion > newestLegacyVersion
+	if !c.stateless {
+		return c
+	}
+	if ss.ID() == "" && extra != nil && extra.Header != nil {
 		c.owner = anonymousOwner
 		if ti := extra.TokenInfo; ti != nil && ti.UserID != "" {
 			c.owner = "user:" + ti.UserID
 		}
 	}
+	// The SDK puts a 2026-07-28 request's capabilities in its session; a request
+	// that restates them in _meta (on stdio, say) is taken at its word too.
 	if raw, ok := meta[clientCapsMetaKey]; ok {
 		var caps mcp.ClientCapabilities
 		if b, err := json.Marshal(raw); err == nil && json.Unmarshal(b, &caps) == nil {
 			c.caps = &caps
 		}
 	}
-	if c.caps != nil {
-		_, c.ext = c.caps.Extensions[extensionID]
-	}
+	c.ext = hasExtension(c.caps)
 	return c
 }
 
@@ -117,7 +129,6 @@ type extTask struct {
 	CreatedAt      string                  `json:"createdAt"`
 	LastUpdatedAt  string                  `json:"lastUpdatedAt"`
 	TTLMs          int64                   `json:"ttlMs"`
-	TTL            *int64                  `json:"ttl,omitempty"` // see extGet
 	PollIntervalMs int64                   `json:"pollIntervalMs,omitempty"`
 	Result         json.RawMessage         `json:"result,omitempty"`
 	Error          *tasks.Error            `json:"error,omitempty"`
@@ -202,13 +213,7 @@ func (s *Server) extGet(ctx context.Context, c caller, id string) (*extTask, err
 	if err != nil {
 		return nil, taskError(err, id)
 	}
-	d := detailed(t, inputs)
-	if !c.stateless {
-		// A 2025-11-25 session that declared the extension: its schema's
-		// GetTaskResult requires ttl, so the old name comes too.
-		d.TTL = &d.TTLMs
-	}
-	return d, nil
+	return detailed(t, inputs), nil
 }
 
 func (s *Server) extCancel(ctx context.Context, c caller, id string) (*ack, error) {
@@ -225,7 +230,10 @@ func (s *Server) extCancel(ctx context.Context, c caller, id string) (*ack, erro
 // ignored; a subset answers just those.
 func (s *Server) extUpdate(ctx context.Context, ss *mcp.ServerSession, p *updateParams) (*ack, error) {
 	c := callerFrom(ctx, ss)
-	if !c.ext {
+	switch {
+	case !c.stateless:
+		return nil, methodNotFound("tasks/update is a method of the Tasks extension of MCP 2026-07-28; this session is on %s", ss.InitializeParams().ProtocolVersion)
+	case !c.ext:
 		return nil, missingExtension("tasks/update belongs to the Tasks extension; declare %q in the client capabilities", extensionID)
 	}
 	if p == nil || p.TaskID == "" {
@@ -284,7 +292,7 @@ func (s *Server) startTask(req *mcp.CallToolRequest, t *plugins.Tool, c caller, 
 	// response stream that has closed.
 	task, err := s.tasks.Start(context.Background(), c.owner, ttl, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
 		b := &bridge{session: ss, tool: t, logger: s.logger, progressToken: progressToken, srv: s, caps: c.caps,
-			task: h, owner: c.owner, push: !c.ext}
+			task: h, owner: c.owner, push: !c.stateless}
 		res, err := run(ctx, b)
 		return taskOutcome(res, err)
 	})
@@ -333,8 +341,8 @@ func extSync(res mcp.Result, err error) (mcp.Result, error) {
 	return res, nil
 }
 
-// completeResult adds resultType "complete" to a result answered on the extension's
-// wire over a 2025-11-25 session (on 2026-07-28 the SDK adds it itself).
+// completeResult adds resultType "complete" to a tool result the server answers
+// itself on 2026-07-28 (the SDK adds it to those of its own tools/call).
 type completeResult struct {
 	mcp.Result
 }
@@ -356,5 +364,4 @@ type inputRequiredResult struct {
 	ResultType    string              `json:"resultType"`
 	InputRequests mcp.InputRequestMap `json:"inputRequests"`
 	RequestState  string              `json:"requestState"`
-	Content       *[]mcp.Content      `json:"content,omitempty"` // set on 2025-11-25 sessions
 }

@@ -121,12 +121,9 @@ func TestExtCapabilities(t *testing.T) {
 	if len(disc.Supported) == 0 || disc.Supported[0] != "2026-07-28" {
 		t.Errorf("supportedVersions = %v", disc.Supported)
 	}
-	// A 2025-11-25 session gets one of the two, by what its client declared.
-	for _, declared := range []bool{false, true} {
-		caps := map[string]any{}
-		if declared {
-			caps = mcptest.TasksExtension()
-		}
+	// An initialize is a 2025-11-25 session: 2025-11-25 Tasks, whatever its client
+	// declared, and never the extension beside them.
+	for _, caps := range []map[string]any{{}, mcptest.TasksExtension()} {
 		cl := mcptest.DialWith(t, f.httpTransport(), nil, caps)
 		var init struct {
 			Capabilities map[string]json.RawMessage `json:"capabilities"`
@@ -134,10 +131,20 @@ func TestExtCapabilities(t *testing.T) {
 		if err := json.Unmarshal(cl.Init, &init); err != nil {
 			t.Fatal(err)
 		}
-		_, legacy := init.Capabilities["tasks"]
-		ext := strings.Contains(string(init.Capabilities["extensions"]), "io.modelcontextprotocol/tasks")
-		if legacy == declared || ext != declared {
-			t.Errorf("initialize (extension declared: %v) capabilities = %s", declared, init.Capabilities)
+		if _, legacy := init.Capabilities["tasks"]; !legacy || strings.Contains(string(init.Capabilities["extensions"]), "io.modelcontextprotocol/tasks") {
+			t.Errorf("initialize (client capabilities %v) capabilities = %s", caps, init.Capabilities)
+		}
+		// Its client gets 2025-11-25 answers: a nested CreateTaskResult for params.task,
+		// a synchronous result without it, and no tasks/update.
+		task := cl.CreateTask("slow_compute", map[string]any{"seconds": 0}, map[string]any{}, nil)
+		cl.WaitStatus(task.TaskID, "completed")
+		var sync toolResult
+		cl.MustCall("tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 0}}, &sync)
+		if sync.ResultType != "" || !strings.Contains(sync.text(), "Computed") {
+			t.Errorf("optional tool without params.task on 2025-11-25 = %+v", sync)
+		}
+		if e := cl.CallErr("tasks/update", map[string]any{"taskId": task.TaskID, "inputResponses": map[string]any{}}); e.Code != jsonrpc.CodeMethodNotFound {
+			t.Errorf("tasks/update on 2025-11-25 = %v, want -32601", e)
 		}
 	}
 }
@@ -321,18 +328,7 @@ func TestTaskIsolationAcrossLines(t *testing.T) {
 	legacy := a.CreateTask("slow_compute", map[string]any{"seconds": 0}, map[string]any{}, nil)
 	ext := extCreate(t, stateless, "slow_compute", map[string]any{"seconds": 0})
 	extWait(t, stateless, ext.TaskID, "completed")
-	// Session A opts into the extension for one call: its task is still A's.
-	var optIn extTask
-	a.MustCall("tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 0},
-		"_meta": map[string]any{"io.modelcontextprotocol/clientCapabilities": mcptest.TasksExtension()}}, &optIn)
-	if optIn.ResultType != "task" {
-		t.Fatalf("opt-in on a 2025-11-25 session = %+v", optIn)
-	}
-	if got := a.WaitStatus(optIn.TaskID, "completed"); got.TaskID != optIn.TaskID {
-		t.Errorf("session A reading its extension task through 2025-11-25: %+v", got)
-	}
-
-	for _, id := range []string{legacy.TaskID, optIn.TaskID} {
+	for _, id := range []string{legacy.TaskID} {
 		mustFail(t, stateless, "tasks/get", map[string]any{"taskId": id}, nil, jsonrpc.CodeInvalidParams)
 		mustFail(t, stateless, "tasks/cancel", map[string]any{"taskId": id}, nil, jsonrpc.CodeInvalidParams)
 		mustFail(t, stateless, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{}}, nil, jsonrpc.CodeInvalidParams)

@@ -183,9 +183,10 @@ func (s *Server) registerTaskMethods() error {
 	)
 }
 
-// legacyOnly refuses a 2025-11-25 method that the Tasks extension removed.
+// legacyOnly refuses, on 2026-07-28, a 2025-11-25 method that the Tasks extension
+// removed.
 func legacyOnly(c caller, method string) error {
-	if c.ext || c.stateless {
+	if c.stateless {
 		return methodNotFound("%s is not part of the Tasks extension (%s): tasks/get inlines the result", method, extensionID)
 	}
 	return nil
@@ -376,13 +377,12 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "initialize":
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.InitializeResult); ok && err == nil {
-				ip, _ := req.GetParams().(*mcp.InitializeParams)
-				return &initializeResult{r, ip != nil && hasExtension(ip.Capabilities)}, nil
+				return &initializeResult{r}, nil
 			}
 			return res, err
 		case "tools/list":
 			res, err := next(ctx, method, req)
-			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil && !c.ext && !c.stateless {
+			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil && !c.stateless {
 				return &listToolsResult{r, s.catalog}, nil
 			}
 			return res, err
@@ -419,14 +419,14 @@ func hasExtension(caps *mcp.ClientCapabilities) bool {
 // wire.
 func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, c caller, next mcp.MethodHandler) (mcp.Result, error) {
 	tp, err := taskRequest(req.Params)
-	if err != nil && !c.ext && !c.stateless {
+	if err != nil && !c.stateless {
 		return nil, invalidParams("%v", err)
 	}
 	t, ok := s.catalog.Lookup(req.Params.Name)
 	if !ok {
 		return next(ctx, "tools/call", req) // the SDK answers for unknown tools
 	}
-	if c.ext || c.stateless {
+	if c.stateless {
 		return s.callToolExt(ctx, req, t, c, next)
 	}
 	switch {
@@ -465,12 +465,12 @@ func firstText(res *mcp.CallToolResult, n int) string {
 	return "(no text)"
 }
 
-// initializeResult adds the Tasks capability to the SDK's InitializeResult: the
-// extension for a client that declared it, else 2025-11-25's capabilities.tasks;
-// never both on one session.
+// initializeResult puts 2025-11-25's capabilities.tasks in the SDK's
+// InitializeResult in place of the extension, which server/discover shows: an
+// initialize is a 2025-11-25 (or older) session, which gets 2025-11-25 Tasks
+// (callerOf). Never both on one session.
 type initializeResult struct {
 	*mcp.InitializeResult
-	ext bool
 }
 
 var tasksCapability = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
@@ -484,16 +484,14 @@ func (r *initializeResult) MarshalJSON() ([]byte, error) {
 		if caps == nil {
 			caps = map[string]json.RawMessage{}
 		}
-		if !r.ext {
-			caps["tasks"] = tasksCapability
-			var exts map[string]json.RawMessage
-			if err := json.Unmarshal(caps["extensions"], &exts); err == nil && exts != nil {
-				delete(exts, extensionID)
-				if len(exts) == 0 {
-					delete(caps, "extensions")
-				} else if b, err := json.Marshal(exts); err == nil {
-					caps["extensions"] = b
-				}
+		caps["tasks"] = tasksCapability
+		var exts map[string]json.RawMessage
+		if err := json.Unmarshal(caps["extensions"], &exts); err == nil && exts != nil {
+			delete(exts, extensionID)
+			if len(exts) == 0 {
+				delete(caps, "extensions")
+			} else if b, err := json.Marshal(exts); err == nil {
+				caps["extensions"] = b
 			}
 		}
 		b, err := json.Marshal(caps)
