@@ -7,7 +7,7 @@ GO_WASM   = GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldfl
 # costs half the memory and time to create.
 C_WASM    = clang-14 --target=wasm32-wasi --sysroot=/usr -O2 -Wall -Wextra -mexec-model=reactor -Wl,--strip-all -Wl,-z,stack-size=32768 -Isdk-guest/c
 
-GO_PLUGINS = plugins/toolbox/toolbox.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm testdata/wasm/escape.wasm
+GO_PLUGINS = plugins/toolbox/toolbox.wasm conformance/taskfix/taskfix.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm testdata/wasm/escape.wasm
 C_PLUGINS  = plugins/textkit/textkit.wasm testdata/wasm/asker.wasm
 WAT        = $(patsubst testdata/wat/%.wat,testdata/wasm/%.wasm,$(wildcard testdata/wat/*.wat))
 ALL_WASM   = $(GO_PLUGINS) $(C_PLUGINS) $(WAT) testdata/wasm/truncated.wasm
@@ -21,9 +21,12 @@ plugins: $(ALL_WASM) pins
 # pins rewrites the sha256 pins of config.toml to the files built here.
 pins: $(GO_PLUGINS) $(C_PLUGINS)
 	scripts/pin.sh config.toml
+	scripts/pin.sh conformance/config.toml
 
 plugins/toolbox/toolbox.wasm: FORCE
 	$(GO_WASM) -o $@ ./plugins/toolbox
+conformance/taskfix/taskfix.wasm: FORCE
+	$(GO_WASM) -o $@ ./conformance/taskfix
 testdata/wasm/%.wasm: testdata/guests/%/main.go FORCE
 	$(GO_WASM) -o $@ ./testdata/guests/$*
 plugins/textkit/textkit.wasm: plugins/textkit/textkit.c sdk-guest/c/mcpwh.h Makefile
@@ -44,8 +47,11 @@ check-wasm:
 
 interop-deps:
 	cd interop && npm ci --no-audit --no-fund
+	cd conformance/alpha && npm ci --no-audit --no-fund
 
-# test runs every test: Go (with the race detector) and the TypeScript SDK interop test.
+# test runs every test: Go (with the race detector), the third-party clients in
+# interop/, and the task scenarios of the draft conformance suite on both wires.
 test: interop-deps
 	go test -race -count=1 ./...
 	cd interop && node --test --test-concurrency=1
+	conformance/alpha/run.sh

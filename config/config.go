@@ -51,6 +51,7 @@ const (
 	DefaultMaxStoreMiB    = 1024
 
 	maxPluginName = 32
+	maxToolPrefix = 32
 )
 
 // Config is the whole of config.toml.
@@ -209,6 +210,10 @@ type Plugin struct {
 	// supervised worker process that is killed if a call does not stop: only
 	// there can a hostile guest never stall the server.
 	Trusted bool `toml:"trusted"`
+	// ToolPrefix is put before each of the plugin's tool names: 0-32 characters of
+	// A-Z, a-z, 0-9, '_' and '-'. "" offers the guest's names as they are (a name
+	// offered by two plugins refuses the start). Nil means Name + "_".
+	ToolPrefix *string `toml:"tool_prefix"`
 }
 
 // Dir holds one [[plugins.dirs]] table: a host directory mounted in the guest.
@@ -581,6 +586,10 @@ func (c *Config) finish(name, dir string) []error {
 			fail(where, "name %q is already used by plugins[%d]", p.Name, j)
 		} else if p.Name != "" {
 			firstByName[p.Name] = i
+		}
+
+		if p.ToolPrefix != nil && !validToolPrefix(*p.ToolPrefix) {
+			fail(where, "tool_prefix %q must be 0-%d characters of A-Z, a-z, 0-9, '_' and '-'", *p.ToolPrefix, maxToolPrefix)
 		}
 
 		if p.Path == "" {
@@ -1016,4 +1025,17 @@ func unquoteBasic(raw string) string {
 		}
 	}
 	return b.String()
+}
+
+// validToolPrefix reports whether s may be put before tool names.
+func validToolPrefix(s string) bool {
+	if len(s) > maxToolPrefix {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

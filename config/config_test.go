@@ -200,6 +200,8 @@ func TestParseValidation(t *testing.T) {
 			},
 		},
 		{"path missing", "[[plugins]]\nname = \"toolbox\"\nsha256 = \"" + sha + "\"", []string{where + "path is required"}},
+		{"tool_prefix with a dot", plugin("toolbox", `tool_prefix = "tb."`), []string{where + `tool_prefix "tb." must be 0-32 characters of A-Z, a-z, 0-9, '_' and '-'`}},
+		{"tool_prefix too long", plugin("toolbox", `tool_prefix = "`+strings.Repeat("p", 33)+`"`), []string{where + `tool_prefix "` + strings.Repeat("p", 33) + `" must be 0-32 characters of A-Z, a-z, 0-9, '_' and '-'`}},
 		{"sha256 missing", "[[plugins]]\nname = \"toolbox\"\npath = \"a.wasm\"", []string{where + "sha256 is required"}},
 		{"sha256 short", strings.Replace(plugin("toolbox"), sha, sha[:63], 1), []string{where + `sha256 "` + sha[:63] + `" must be 64 hexadecimal characters`}},
 		{"sha256 not hex", strings.Replace(plugin("toolbox"), sha, "g"+sha[1:], 1), []string{where + `sha256 "g` + sha[1:] + `" must be 64 hexadecimal characters`}},

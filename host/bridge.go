@@ -16,18 +16,84 @@ import (
 )
 
 // bridge carries one call's guest requests to the MCP session that made the call.
+//
+// A request for user input (elicit, elicit_all, sample) goes one of three ways:
+//   - inside a task: the task moves to input_required until the client answers, by
+//     tasks/result or a pushed request on 2025-11-25 (push), by tasks/update on the
+//     Tasks extension;
+//   - in a synchronous call on a stateless session (2026-07-28), where the server
+//     cannot send requests: from the answers the client gave in earlier rounds, in
+//     order (mrtr), and past them the call ends with InputRequiredResult;
+//   - otherwise straight to the client, as a request on the session.
 type bridge struct {
 	session       *mcp.ServerSession
 	tool          *plugins.Tool
 	logger        *slog.Logger
 	progressToken any
-	task          *tasks.Handle // nil outside a task
-	owner         string        // the task's owner, with task
-	srv           *Server       // with task
+	caps          *mcp.ClientCapabilities // the client's, for this request
+	owner         string                  // the task's owner, with task
+	srv           *Server                 // with task or startTask
+	push          bool                    // with task: send input requests to the client at once (2025-11-25)
+	mrtr          *mrtrRun                // in a synchronous call on a stateless session
+	// startTask, if set, moves the call into a task when the guest asks to (the "task"
+	// request) and returns the task's handle.
+	startTask func() (*tasks.Handle, error)
 
 	mu           sync.Mutex
+	task         *tasks.Handle // nil outside a task
 	lastProgress float64
 	sentProgress bool
+}
+
+// mrtrRun is the multi round-trip state of one synchronous run of a guest.
+type mrtrRun struct {
+	cancel context.CancelFunc // ends the run when the guest asks past the answers
+
+	mu      sync.Mutex
+	answers []json.RawMessage // from earlier rounds, in asking order
+	next    int
+	pending []pendingInput // what the guest asked past the answers
+}
+
+// pendingInput is a request for input that ends a synchronous round.
+type pendingInput struct {
+	method string
+	params mcp.InputRequest
+}
+
+// errInputPending stops a guest whose call must first ask the client for input.
+var errInputPending = errors.New("the call needs input from the client first; it will run again with the answers")
+
+// take returns the next n answers, or records reqs as pending and ends the run.
+func (r *mrtrRun) take(reqs []pendingInput) ([]json.RawMessage, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending == nil && len(r.answers)-r.next >= len(reqs) {
+		out := r.answers[r.next : r.next+len(reqs)]
+		r.next += len(reqs)
+		return out, nil
+	}
+	if r.pending == nil {
+		r.pending = reqs
+	}
+	r.cancel()
+	return nil, errInputPending
+}
+
+// asked returns the pending requests and how many answers came before them, or nil.
+func (r *mrtrRun) asked() ([]pendingInput, []json.RawMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending == nil {
+		return nil, nil
+	}
+	return r.pending, r.answers[:r.next]
+}
+
+func (b *bridge) currentTask() *tasks.Handle {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.task
 }
 
 var _ sandbox.Host = (*bridge)(nil)
@@ -82,14 +148,109 @@ func (b *bridge) Request(ctx context.Context, method string, params []byte) ([]b
 	switch method {
 	case "elicit":
 		return b.elicit(ctx, params)
+	case "elicit_all":
+		return b.elicitAll(ctx, params)
 	case "sample":
 		return b.sample(ctx, params)
+	case "task":
+		return b.moveToTask()
 	}
 	return nil, sandbox.ErrUnsupported
 }
 
-// sample asks the client's model for a completion (sampling/createMessage). Inside a
-// task it goes the way of user input: input_required until the client answers.
+// moveToTask serves the "task" request: the call continues as a task where the
+// server may start one now, and nothing changes elsewhere.
+func (b *bridge) moveToTask() ([]byte, error) {
+	if b.startTask == nil || b.currentTask() != nil {
+		return []byte(`{"started":false}`), nil
+	}
+	h, err := b.startTask()
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.task, b.mrtr = h, nil
+	b.mu.Unlock()
+	return []byte(`{"started":true}`), nil
+}
+
+// ask sends requests for input the way this call can (see bridge) and returns the
+// answers in order. Several requests are pending at once.
+func (b *bridge) ask(ctx context.Context, reqs []pendingInput) ([]json.RawMessage, error) {
+	b.mu.Lock()
+	task, mrtr := b.task, b.mrtr
+	b.mu.Unlock()
+	switch {
+	case task != nil:
+		return b.askInTask(ctx, task, reqs)
+	case mrtr != nil:
+		return mrtr.take(reqs)
+	}
+	out := make([]json.RawMessage, len(reqs))
+	for i, r := range reqs {
+		var res any
+		var err error
+		switch p := r.params.(type) {
+		case *mcp.ElicitParams:
+			res, err = b.session.Elicit(ctx, p)
+		case *mcp.CreateMessageParams:
+			res, err = b.session.CreateMessage(ctx, p)
+		default:
+			err = fmt.Errorf("no way to send %s", r.method)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if out[i], err = json.Marshal(res); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// askInTask registers the requests with the task, all at once, and waits for every
+// answer.
+func (b *bridge) askInTask(ctx context.Context, task *tasks.Handle, reqs []pendingInput) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, len(reqs))
+	errs := make([]error, len(reqs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		if b.push {
+			related := mcp.Meta{relatedTaskKey: map[string]string{"taskId": task.ID()}}
+			switch p := r.params.(type) {
+			case *mcp.ElicitParams:
+				p.Meta = related
+			case *mcp.CreateMessageParams:
+				p.Meta = related
+			}
+		}
+		raw, err := json.Marshal(r.params)
+		if err != nil {
+			return nil, err
+		}
+		var deliver func(*tasks.Input)
+		if b.push {
+			deliver = func(in *tasks.Input) { go b.srv.deliverInput(ctx, b.session, b.owner, task.ID(), in) }
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = task.Ask(ctx, r.method, raw, deliver)
+			if errs[i] != nil {
+				cancel() // one failed: the rest are moot
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sample asks the client's model for a completion (sampling/createMessage).
 func (b *bridge) sample(ctx context.Context, params []byte) ([]byte, error) {
 	var p mcp.CreateMessageParams
 	if err := json.Unmarshal(params, &p); err != nil {
@@ -98,89 +259,123 @@ func (b *bridge) sample(ctx context.Context, params []byte) ([]byte, error) {
 	if len(p.Messages) == 0 || p.MaxTokens <= 0 {
 		return nil, errors.New("sample params: messages and a positive maxTokens are required")
 	}
-	init := b.session.InitializeParams()
-	if init == nil || init.Capabilities == nil || init.Capabilities.Sampling == nil {
+	if b.caps == nil || b.caps.Sampling == nil {
 		return nil, sandbox.ErrUnavailable
 	}
 	p.Meta = nil // _meta is the host's to set, never the guest's
-	if b.task == nil {
-		res, err := b.session.CreateMessage(ctx, &p)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(res)
-	}
-	p.Meta = mcp.Meta{relatedTaskKey: map[string]string{"taskId": b.task.ID()}}
-	return b.ask(ctx, "sampling/createMessage", &p)
-}
-
-// ask sends a request to the client on behalf of a task (see Server.deliverInput) and
-// waits for the answer.
-func (b *bridge) ask(ctx context.Context, method string, params any) ([]byte, error) {
-	raw, err := json.Marshal(params)
+	out, err := b.ask(ctx, []pendingInput{{"sampling/createMessage", &p}})
 	if err != nil {
 		return nil, err
 	}
-	return b.task.Ask(ctx, method, raw, func(in *tasks.Input) {
-		go b.srv.deliverInput(ctx, b.session, b.owner, b.task.ID(), in)
-	})
+	return out[0], nil
 }
 
-func (b *bridge) elicit(ctx context.Context, params []byte) ([]byte, error) {
-	var p struct {
-		Message         string          `json:"message"`
-		RequestedSchema json.RawMessage `json:"requestedSchema"`
+// elicitQuestion is the guest's form of one elicitation.
+type elicitQuestion struct {
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema"`
+}
+
+func (q elicitQuestion) params() (*mcp.ElicitParams, error) {
+	if q.Message == "" {
+		return nil, errors.New("message is required")
 	}
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, fmt.Errorf("elicit params: %w", err)
-	}
-	if p.Message == "" {
-		return nil, errors.New("elicit params: message is required")
-	}
-	init := b.session.InitializeParams()
-	if init == nil || init.Capabilities == nil || init.Capabilities.Elicitation == nil {
-		return nil, sandbox.ErrUnavailable
-	}
-	ep := &mcp.ElicitParams{Message: p.Message}
-	if len(p.RequestedSchema) > 0 {
+	ep := &mcp.ElicitParams{Mode: "form", Message: q.Message}
+	if len(q.RequestedSchema) > 0 {
 		var schema map[string]any
-		if err := json.Unmarshal(p.RequestedSchema, &schema); err != nil {
-			return nil, fmt.Errorf("elicit params: requestedSchema: %w", err)
+		if err := json.Unmarshal(q.RequestedSchema, &schema); err != nil {
+			return nil, fmt.Errorf("requestedSchema: %w", err)
 		}
 		ep.RequestedSchema = schema
 	}
-	var res *mcp.ElicitResult
-	if b.task == nil {
-		r, err := b.session.Elicit(ctx, ep)
-		if err != nil {
-			return nil, err
-		}
-		res = r
-	} else {
-		r, err := b.elicitInTask(ctx, ep)
-		if err != nil {
-			return nil, err
-		}
-		res = r
-	}
-	return json.Marshal(struct {
-		Action  string         `json:"action"`
-		Content map[string]any `json:"content,omitempty"`
-	}{res.Action, res.Content})
+	return ep, nil
 }
 
-// elicitInTask asks for input on behalf of a task: the task moves to input_required
-// and the request goes to the client at once on the session (stdio, or the HTTP
-// standalone stream); a waiting tasks/result also carries it. The first answer wins.
-func (b *bridge) elicitInTask(ctx context.Context, ep *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	ep.Meta = mcp.Meta{relatedTaskKey: map[string]string{"taskId": b.task.ID()}}
-	reply, err := b.ask(ctx, "elicitation/create", ep)
+// elicitReply is the guest's form of an answer.
+type elicitReply struct {
+	Action  string         `json:"action"`
+	Content map[string]any `json:"content,omitempty"`
+}
+
+func toElicitReply(raw json.RawMessage) (elicitReply, error) {
+	var res mcp.ElicitResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return elicitReply{}, fmt.Errorf("elicitation reply: %w", err)
+	}
+	switch res.Action {
+	case "accept", "decline", "cancel":
+	default:
+		return elicitReply{}, fmt.Errorf("elicitation reply: action %q is not accept, decline or cancel", res.Action)
+	}
+	return elicitReply{res.Action, res.Content}, nil
+}
+
+func (b *bridge) elicitable() bool {
+	return b.caps != nil && b.caps.Elicitation != nil
+}
+
+func (b *bridge) elicit(ctx context.Context, params []byte) ([]byte, error) {
+	var q elicitQuestion
+	if err := json.Unmarshal(params, &q); err != nil {
+		return nil, fmt.Errorf("elicit params: %w", err)
+	}
+	ep, err := q.params()
+	if err != nil {
+		return nil, fmt.Errorf("elicit params: %w", err)
+	}
+	if !b.elicitable() {
+		return nil, sandbox.ErrUnavailable
+	}
+	out, err := b.ask(ctx, []pendingInput{{"elicitation/create", ep}})
 	if err != nil {
 		return nil, err
 	}
-	var res mcp.ElicitResult
-	if err := json.Unmarshal(reply, &res); err != nil {
-		return nil, fmt.Errorf("elicitation reply: %w", err)
+	r, err := toElicitReply(out[0])
+	if err != nil {
+		return nil, err
 	}
-	return &res, nil
+	return json.Marshal(r)
+}
+
+// maxElicitAll bounds the questions of one elicit_all.
+const maxElicitAll = 16
+
+// elicitAll asks several questions at once (elicit_all): the client sees them pending
+// together. The answers come back in the order of the questions.
+func (b *bridge) elicitAll(ctx context.Context, params []byte) ([]byte, error) {
+	var p struct {
+		Requests []elicitQuestion `json:"requests"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, fmt.Errorf("elicit_all params: %w", err)
+	}
+	if len(p.Requests) == 0 || len(p.Requests) > maxElicitAll {
+		return nil, fmt.Errorf("elicit_all params: requests must hold 1-%d questions, not %d", maxElicitAll, len(p.Requests))
+	}
+	reqs := make([]pendingInput, len(p.Requests))
+	for i, q := range p.Requests {
+		ep, err := q.params()
+		if err != nil {
+			return nil, fmt.Errorf("elicit_all params: requests[%d]: %w", i, err)
+		}
+		reqs[i] = pendingInput{"elicitation/create", ep}
+	}
+	if !b.elicitable() {
+		return nil, sandbox.ErrUnavailable
+	}
+	out, err := b.ask(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Results []elicitReply `json:"results"`
+	}
+	for _, raw := range out {
+		r, err := toElicitReply(raw)
+		if err != nil {
+			return nil, err
+		}
+		res.Results = append(res.Results, r)
+	}
+	return json.Marshal(res)
 }

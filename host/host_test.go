@@ -72,11 +72,15 @@ func sharedCatalog(t *testing.T) (*plugins.Catalog, string, string) {
 		spin.Limits.Timeout = 300 * time.Millisecond
 		memhog := testenv.Spec(t, "memhog", "testdata/wasm/memhog.wasm")
 		memhog.Limits.MemoryMiB = 32
+		// The conformance fixture, under its own tool names.
+		taskfix := testenv.Spec(t, "taskfix", "conformance/taskfix/taskfix.wasm")
+		taskfix.ToolPrefix = new(string)
 		var loaded []*plugins.Plugin
 		for _, s := range []plugins.Spec{
 			testenv.Spec(t, "textkit", "plugins/textkit/textkit.wasm"), toolbox, spin, memhog,
 			testenv.Spec(t, "flood", "testdata/wasm/flood.wasm"),
 			testenv.Spec(t, "stateful", "testdata/wasm/stateful.wasm"),
+			taskfix,
 		} {
 			p, err := plugins.Load(ctx, e, s)
 			if err != nil {
@@ -125,10 +129,17 @@ func (f *fixture) httpTransport() mcp.Transport {
 	return &mcp.StreamableClientTransport{Endpoint: f.url}
 }
 
+// connect connects a go-sdk client on the 2025-11-25 line (a session).
 func (f *fixture) connect(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
+	return f.connectVersion(t, opts, "2025-11-25")
+}
+
+// connectVersion connects a go-sdk client asking for protocol version v; "2026-07-28"
+// is the SDK's default (stateless, server/discover).
+func (f *fixture) connectVersion(t *testing.T, opts *mcp.ClientOptions, v string) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.url}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.url}, &mcp.ClientSessionOptions{ProtocolVersion: v})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -106,12 +108,18 @@ func (c *liftConn) notify(ctx context.Context, method string, params any) error 
 // through untouched to the SDK, which refuses them by its own limit (4 MiB).
 const maxLiftBody = 4 << 20
 
-// liftHTTP lifts params.task from Streamable HTTP POST bodies.
-func liftHTTP(next http.Handler) http.Handler {
+// liftHTTP lifts params.task from Streamable HTTP POST bodies and sends each request
+// to the stateful handler or, for 2026-07-28 (the MCP-Protocol-Version header, or a
+// server/discover probe), the stateless one.
+func liftHTTP(stateful, stateless http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
-			next.ServeHTTP(w, r)
+			stateful.ServeHTTP(w, r)
 			return
+		}
+		next := stateful
+		if v := r.Header.Get("Mcp-Protocol-Version"); v > newestLegacyVersion {
+			next = stateless
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxLiftBody+1))
 		if err != nil {
@@ -120,6 +128,15 @@ func liftHTTP(next http.Handler) http.Handler {
 		}
 		if len(body) <= maxLiftBody {
 			body = liftBody(body)
+			if next == stateful && r.Header.Get("Mcp-Session-Id") == "" && isDiscover(body) {
+				next = stateless
+			}
+			if next == stateless {
+				if id, msg := taskNameMismatch(r.Header, body); msg != "" {
+					writeHeaderMismatch(w, id, msg)
+					return
+				}
+			}
 		}
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
 		r.ContentLength = -1
@@ -148,4 +165,54 @@ func liftBody(body []byte) []byte {
 		return body
 	}
 	return b
+}
+
+// isDiscover reports whether body is a server/discover request, which only the
+// stateless handler answers (the stateful one refuses 2026-07-28 requests).
+func isDiscover(body []byte) bool {
+	if !bytes.Contains(body, []byte("server/discover")) && !bytes.Contains(body, []byte(`\`)) {
+		return false
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &msg) == nil && msg.Method == "server/discover"
+}
+
+// taskNameMismatch checks the Mcp-Name header of a tasks/* request (2026-07-28,
+// SEP-2243): when present it must equal params.taskId (surrounding blanks aside). The
+// go-sdk checks Mcp-Method for every method and Mcp-Name for the standard ones, but
+// not for custom methods. It returns the request's id and what is wrong, or "".
+func taskNameMismatch(h http.Header, body []byte) (json.RawMessage, string) {
+	values, ok := h["Mcp-Name"]
+	if !ok || !bytes.Contains(body, []byte("tasks/")) && !bytes.Contains(body, []byte(`\`)) {
+		return nil, ""
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			TaskID string `json:"taskId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || !strings.HasPrefix(msg.Method, "tasks/") {
+		return nil, ""
+	}
+	name := strings.Trim(strings.Join(values, ","), " \t")
+	if name != msg.Params.TaskID {
+		return msg.ID, fmt.Sprintf("header mismatch: Mcp-Name header value %q does not match params.taskId %q", name, msg.Params.TaskID)
+	}
+	return nil, ""
+}
+
+// writeHeaderMismatch answers HTTP 400 with JSON-RPC error -32020.
+func writeHeaderMismatch(w http.ResponseWriter, id json.RawMessage, msg string) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": codeHeaderMismatch, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	w.Write(b)
 }

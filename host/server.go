@@ -18,10 +18,10 @@ import (
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 )
 
-// ProtocolVersions are the MCP versions offered, newest first. 2026-07-28 is left out
-// on purpose: it is stateless, so a server cannot ask the client for input mid-call,
-// and its Tasks extension is not implemented yet (docs/DESIGN.md).
-var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// ProtocolVersions are the MCP versions offered, newest first. 2026-07-28 is stateless
+// (server/discover, per-request capabilities; served on HTTP by a stateless handler
+// beside the stateful one) and carries Tasks as the extension io.modelcontextprotocol/tasks.
+var ProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // Options configures a Server. The zero value is valid.
 type Options struct {
@@ -37,6 +37,7 @@ type Server struct {
 	catalog *plugins.Catalog
 	tasks   *tasks.Manager
 	logger  *slog.Logger
+	states  *stateSigner
 
 	mu      sync.Mutex
 	streams map[*liftConn]bool // open stream connections, for notifications
@@ -53,7 +54,7 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}}
+	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}, states: newStateSigner()}
 	topts := opts.Tasks
 	topts.Logger = opts.Logger
 	topts.OnChange = s.taskChanged
@@ -64,6 +65,9 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 		Capabilities: &mcp.ServerCapabilities{
 			Logging: &mcp.LoggingCapabilities{},
 			Tools:   &mcp.ToolCapabilities{},
+			// server/discover shows it; initialize swaps it for capabilities.tasks
+			// when the client did not declare it (initializeResult).
+			Extensions: map[string]any{extensionID: map[string]any{}},
 		},
 	})
 	for _, t := range catalog.Tools() {
@@ -147,23 +151,39 @@ func (s *Server) taskChanged(t tasks.Task) {
 // HTTPHandler serves Streamable HTTP at /mcp. Requests arriving on a loopback address
 // with a non-loopback Host header are refused (DNS-rebinding protection), and so are
 // cross-origin browser requests.
+//
+// Two go-sdk handlers serve the one endpoint: a stateful one (sessions, for 2025-11-25
+// and older) and a stateless one (2026-07-28, which the SDK serves only statelessly).
+// A POST whose MCP-Protocol-Version header is 2026-07-28 or later, or that asks
+// server/discover, goes to the stateless one; everything else to the stateful one.
 func (s *Server) HTTPHandler() http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{Logger: slog.New(minLevel{s.logger.Handler(), slog.LevelWarn})})
+	logger := slog.New(minLevel{s.logger.Handler(), slog.LevelWarn})
+	get := func(*http.Request) *mcp.Server { return s.mcp }
+	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: logger})
+	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: logger, Stateless: true})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(liftHTTP(h)))
+	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(liftHTTP(stateful, stateless)))
 	return mux
 }
 
 // toolHandler runs a plugin tool for one tools/call.
 func (s *Server) toolHandler(t *plugins.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args := req.Params.Arguments
-		if err := t.CheckArguments(args); err != nil {
+		if err := t.CheckArguments(req.Params.Arguments); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
-		b := &bridge{session: req.Session, tool: t, logger: s.logger, progressToken: req.Params.GetProgressToken()}
-		return s.runTool(ctx, t, args, b)
+		c := callerFrom(ctx, req.Session)
+		res, err := s.callSync(ctx, req, t, c, false)
+		if err != nil {
+			return nil, err
+		}
+		switch r := res.(type) {
+		case *mcp.CallToolResult:
+			return r, nil
+		case *inputRequiredResult:
+			return &mcp.CallToolResult{InputRequests: r.InputRequests, RequestState: r.RequestState}, nil
+		}
+		return nil, fmt.Errorf("tool %q: unexpected result %T", t.Name, res)
 	}
 }
 
@@ -181,8 +201,13 @@ func (s *Server) runTool(ctx context.Context, t *plugins.Tool, args json.RawMess
 	return &res, nil
 }
 
-// failure turns a guest failure into an isError result; anything else stays an error.
+// failure turns a guest failure into an isError result; a guest's protocol error
+// becomes that JSON-RPC error; anything else stays an error.
 func (s *Server) failure(ctx context.Context, t *plugins.Tool, err error) (*mcp.CallToolResult, error) {
+	var pe *plugins.ProtocolError
+	if errors.As(err, &pe) {
+		return nil, &jsonrpc.Error{Code: pe.Code, Message: pe.Message, Data: pe.Data}
+	}
 	var ge *sandbox.GuestError
 	if !errors.As(err, &ge) {
 		s.logger.ErrorContext(ctx, "tool call failed", "tool", t.Name, "err", err)

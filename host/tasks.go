@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"time"
 
@@ -146,17 +147,28 @@ func taskError(err error, id string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
 
-// registerTaskMethods adds the tasks/* methods of MCP 2025-11-25.
+// registerTaskMethods adds the tasks/* methods: those of MCP 2025-11-25, and of the
+// Tasks extension (ext.go), which shares tasks/get and tasks/cancel and branches on
+// the caller.
 func (s *Server) registerTaskMethods() error {
 	return errors.Join(
-		mcp.AddReceivingCustomMethod(s.mcp, "tasks/get", taskMethod(s.tasks.Get)),
-		mcp.AddReceivingCustomMethod(s.mcp, "tasks/result", s.taskResult),
-		mcp.AddReceivingCustomMethod(s.mcp, "tasks/list", func(ctx context.Context, ss *mcp.ServerSession, p *listTasksParams) (*listTasksResult, error) {
+		mcp.AddReceivingCustomMethod(s.mcp, "tasks/get", s.tasksGet),
+		mcp.AddReceivingCustomMethod(s.mcp, "tasks/result", func(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
+			if err := legacyOnly(callerFrom(ctx, ss), "tasks/result"); err != nil {
+				return nil, err
+			}
+			return s.taskResult(ctx, ss, p)
+		}),
+		mcp.AddReceivingCustomMethod(s.mcp, "tasks/list", func(ctx context.Context, ss *mcp.ServerSession, p *listTasksParams) (mcp.Result, error) {
+			c := callerFrom(ctx, ss)
+			if err := legacyOnly(c, "tasks/list"); err != nil {
+				return nil, err
+			}
 			cursor := ""
 			if p != nil {
 				cursor = p.Cursor
 			}
-			page, next, err := s.tasks.List(ctx, owner(ss), cursor)
+			page, next, err := s.tasks.List(ctx, c.owner, cursor)
 			if err != nil {
 				return nil, taskError(err, "")
 			}
@@ -166,23 +178,69 @@ func (s *Server) registerTaskMethods() error {
 			}
 			return res, nil
 		}),
-		mcp.AddReceivingCustomMethod(s.mcp, "tasks/cancel", taskMethod(s.tasks.Cancel)),
+		mcp.AddReceivingCustomMethod(s.mcp, "tasks/cancel", s.tasksCancel),
+		s.registerExtMethods(),
 	)
 }
 
-// taskMethod serves a method that takes a taskId and answers the task (tasks/get,
-// tasks/cancel) with op, for the caller's own tasks only.
-func taskMethod(op func(ctx context.Context, owner, id string) (tasks.Task, error)) func(context.Context, *mcp.ServerSession, *taskIDParams) (*taskResult, error) {
-	return func(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
-		if p == nil || p.TaskID == "" {
-			return nil, invalidParams("taskId is required")
-		}
-		t, err := op(ctx, owner(ss), p.TaskID)
-		if err != nil {
-			return nil, taskError(err, p.TaskID)
-		}
-		return &taskResult{wireTask: toWire(t)}, nil
+// legacyOnly refuses, on 2026-07-28, a 2025-11-25 method that the Tasks extension
+// removed.
+func legacyOnly(c caller, method string) error {
+	if c.stateless {
+		return methodNotFound("%s is not part of the Tasks extension (%s): tasks/get inlines the result", method, extensionID)
 	}
+	return nil
+}
+
+// extGate answers the wire a tasks/get or tasks/cancel comes in on: the extension's
+// (true), the 2025-11-25 one (false), or an error for a 2026-07-28 client that did not
+// declare the extension.
+func extGate(c caller, method string) (bool, error) {
+	switch {
+	case c.ext:
+		return true, nil
+	case c.stateless:
+		return false, missingExtension("%s belongs to the Tasks extension; declare %q in the client capabilities", method, extensionID)
+	}
+	return false, nil
+}
+
+func (s *Server) tasksGet(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
+	c := callerFrom(ctx, ss)
+	ext, err := extGate(c, "tasks/get")
+	if err != nil {
+		return nil, err
+	}
+	if p == nil || p.TaskID == "" {
+		return nil, invalidParams("taskId is required")
+	}
+	if ext {
+		return s.extGet(ctx, c, p.TaskID)
+	}
+	t, err := s.tasks.Get(ctx, c.owner, p.TaskID)
+	if err != nil {
+		return nil, taskError(err, p.TaskID)
+	}
+	return &taskResult{wireTask: toWire(t)}, nil
+}
+
+func (s *Server) tasksCancel(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
+	c := callerFrom(ctx, ss)
+	ext, err := extGate(c, "tasks/cancel")
+	if err != nil {
+		return nil, err
+	}
+	if p == nil || p.TaskID == "" {
+		return nil, invalidParams("taskId is required")
+	}
+	if ext {
+		return s.extCancel(ctx, c, p.TaskID)
+	}
+	t, err := s.tasks.Cancel(ctx, c.owner, p.TaskID)
+	if err != nil {
+		return nil, taskError(err, p.TaskID)
+	}
+	return &taskResult{wireTask: toWire(t)}, nil
 }
 
 // taskResult blocks until the task is terminal and answers exactly what the call would
@@ -192,7 +250,7 @@ func (s *Server) taskResult(ctx context.Context, ss *mcp.ServerSession, p *taskI
 	if p == nil || p.TaskID == "" {
 		return nil, invalidParams("taskId is required")
 	}
-	own := owner(ss)
+	own := callerFrom(ctx, ss).owner
 	sent := map[string]bool{}
 	for {
 		t, inputs, changed, err := s.tasks.Watch(ctx, own, p.TaskID)
@@ -304,10 +362,17 @@ func taskRequest(p *mcp.CallToolParamsRaw) (*taskParams, error) {
 	return &tp, nil
 }
 
-// middleware adds Tasks to the methods the SDK serves: capabilities.tasks in
-// initialize, execution.taskSupport in tools/list, and task-augmented tools/call.
+// middleware adds Tasks to the methods the SDK serves: capabilities in initialize,
+// execution.taskSupport in tools/list, tools/call directly or as a task, and the
+// caller (see callerOf) in the context of every method.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if ss == nil {
+			return next(ctx, method, req)
+		}
+		c := callerOf(ss, requestMeta(req), req.GetExtra())
+		ctx = withCaller(ctx, c)
 		switch method {
 		case "initialize":
 			res, err := next(ctx, method, req)
@@ -317,28 +382,52 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		case "tools/list":
 			res, err := next(ctx, method, req)
-			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil && !c.stateless {
 				return &listToolsResult{r, s.catalog}, nil
 			}
 			return res, err
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {
-				return s.callTool(ctx, r, next)
+				return s.callTool(ctx, r, c, next)
 			}
 		}
 		return next(ctx, method, req)
 	}
 }
 
-// callTool routes a tools/call: directly, or as a task, by the spec's rules.
-func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
+// requestMeta returns a request's params._meta, if any.
+func requestMeta(req mcp.Request) map[string]any {
+	p, ok := req.GetParams().(interface{ GetMeta() map[string]any })
+	if !ok || p == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil // a typed nil: the request had no params
+	}
+	return p.GetMeta()
+}
+
+func hasExtension(caps *mcp.ClientCapabilities) bool {
+	if caps == nil {
+		return false
+	}
+	_, ok := caps.Extensions[extensionID]
+	return ok
+}
+
+// callTool routes a tools/call: directly or as a task, by the rules of the caller's
+// wire.
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, c caller, next mcp.MethodHandler) (mcp.Result, error) {
 	tp, err := taskRequest(req.Params)
-	if err != nil {
+	if err != nil && !c.stateless {
 		return nil, invalidParams("%v", err)
 	}
 	t, ok := s.catalog.Lookup(req.Params.Name)
 	if !ok {
 		return next(ctx, "tools/call", req) // the SDK answers for unknown tools
+	}
+	if c.stateless {
+		return s.callToolExt(ctx, req, t, c, next)
 	}
 	switch {
 	case tp != nil && t.TaskSupport == plugins.TaskForbidden:
@@ -356,35 +445,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 		// Saturate instead of overflowing; the manager clamps to max_ttl.
 		ttl = time.Duration(min(*tp.TTL, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 	}
-	ss, own := req.Session, owner(req.Session)
-	args, progressToken := req.Params.Arguments, req.Params.GetProgressToken()
-	// The task runs detached from the request: its context carries none of the
-	// request's values, so that what it sends later is routed to the session, not to a
-	// response stream that has closed.
-	task, err := s.tasks.Start(context.Background(), own, ttl, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
-		b := &bridge{session: ss, tool: t, logger: s.logger, progressToken: progressToken, task: h, owner: own, srv: s}
-		res, err := s.runTool(ctx, t, args, b)
-		if err != nil {
-			var wire *jsonrpc.Error
-			if errors.As(err, &wire) {
-				return nil, "", &tasks.Error{Code: wire.Code, Message: wire.Message, Data: wire.Data}
-			}
-			return nil, "", &tasks.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-		}
-		raw, merr := json.Marshal(res)
-		if merr != nil {
-			return nil, "", &tasks.Error{Code: jsonrpc.CodeInternalError, Message: merr.Error()}
-		}
-		if res.IsError {
-			return raw, "tool returned an error: " + firstText(res, 200), nil
-		}
-		return raw, "", nil
-	})
+	task, err := s.startTask(req, t, c, ttl, nil)
 	if err != nil {
-		if errors.Is(err, tasks.ErrTooMany) || errors.Is(err, tasks.ErrStoreFull) {
-			return nil, &jsonrpc.Error{Code: codeLimit, Message: err.Error()}
-		}
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		return nil, err
 	}
 	return &createTaskResult{Task: toWire(task)}, nil
 }
@@ -402,8 +465,13 @@ func firstText(res *mcp.CallToolResult, n int) string {
 	return "(no text)"
 }
 
-// initializeResult adds capabilities.tasks to the SDK's InitializeResult.
-type initializeResult struct{ *mcp.InitializeResult }
+// initializeResult puts 2025-11-25's capabilities.tasks in the SDK's
+// InitializeResult in place of the extension, which server/discover shows: an
+// initialize is a 2025-11-25 (or older) session, which gets 2025-11-25 Tasks
+// (callerOf). Never both on one session.
+type initializeResult struct {
+	*mcp.InitializeResult
+}
 
 var tasksCapability = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
 
@@ -417,6 +485,15 @@ func (r *initializeResult) MarshalJSON() ([]byte, error) {
 			caps = map[string]json.RawMessage{}
 		}
 		caps["tasks"] = tasksCapability
+		var exts map[string]json.RawMessage
+		if err := json.Unmarshal(caps["extensions"], &exts); err == nil && exts != nil {
+			delete(exts, extensionID)
+			if len(exts) == 0 {
+				delete(caps, "extensions")
+			} else if b, err := json.Marshal(exts); err == nil {
+				caps["extensions"] = b
+			}
+		}
 		b, err := json.Marshal(caps)
 		m["capabilities"] = b
 		return err

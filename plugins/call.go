@@ -57,11 +57,57 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage, h sandbox.Host) (
 	if err != nil {
 		return nil, err
 	}
+	if perr, err := protocolError(out); err != nil {
+		return nil, &sandbox.GuestError{Kind: sandbox.KindOutput,
+			Message: fmt.Sprintf("tool %q returned a malformed error: %v", t.Name, err)}
+	} else if perr != nil {
+		return nil, perr
+	}
 	if err := t.checkOutput(out); err != nil {
 		return nil, &sandbox.GuestError{Kind: sandbox.KindOutput,
 			Message: fmt.Sprintf("tool %q returned a malformed result: %v", t.Name, err)}
 	}
 	return out, nil
+}
+
+// ProtocolError is a JSON-RPC error a guest chose to answer its call with instead of a
+// result (docs/ABI.md): the request failed, as opposed to a tool result with isError.
+type ProtocolError struct {
+	Code    int64
+	Message string
+	Data    json.RawMessage
+}
+
+func (e *ProtocolError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
+
+// protocolError reads an output document of the form {"error": {"code", "message",
+// "data"?}}. A guest may use only the server-error codes (-32000 to -32099) and
+// -32603 (internal error): the others say something about the request that only the
+// host can know.
+func protocolError(out []byte) (*ProtocolError, error) {
+	var doc struct {
+		Error *struct {
+			Code    *int64          `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
+		} `json:"error"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil || doc.Error == nil {
+		return nil, nil // checkOutput reports what is wrong with it
+	}
+	e := doc.Error
+	switch {
+	case doc.Content != nil:
+		return nil, fmt.Errorf("a result has either content or error, not both")
+	case e.Code == nil:
+		return nil, fmt.Errorf("error.code is required")
+	case *e.Code != -32603 && (*e.Code < -32099 || *e.Code > -32000):
+		return nil, fmt.Errorf("error.code %d is not -32603 or in -32099..-32000", *e.Code)
+	case e.Message == "":
+		return nil, fmt.Errorf("error.message is required")
+	}
+	return &ProtocolError{Code: *e.Code, Message: e.Message, Data: e.Data}, nil
 }
 
 func (t *Tool) checkOutput(out []byte) error {

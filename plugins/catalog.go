@@ -13,14 +13,15 @@ type Catalog struct {
 	byName  map[string]*Tool
 }
 
-// NewCatalog indexes the plugins' tools. Plugin names are unique and contain no '_', so
-// full tool names cannot collide; a collision is still checked and reported.
+// NewCatalog indexes the plugins' tools. With the default prefixes (plugin names are
+// unique and contain no '_') full tool names cannot collide; with other prefixes they
+// can, and a collision is refused naming both plugins.
 func NewCatalog(plugins []*Plugin) (*Catalog, error) {
 	c := &Catalog{plugins: plugins, byName: map[string]*Tool{}}
 	for _, p := range plugins {
 		for _, t := range p.Tools {
 			if other, dup := c.byName[t.Name]; dup {
-				return nil, fmt.Errorf("tool %q is offered by plugins %q and %q", t.Name, other.Plugin.Name, p.Name)
+				return nil, fmt.Errorf("tool %q is offered by plugins %q and %q; give one of them another tool_prefix", t.Name, other.Plugin.Name, p.Name)
 			}
 			c.byName[t.Name] = t
 			c.tools = append(c.tools, t)

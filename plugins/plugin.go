@@ -32,6 +32,10 @@ type Spec struct {
 	// in this process, which only a trusted plugin may do: in process, a hostile guest
 	// can stall the server (package worker explains why).
 	Workers *worker.Supervisor
+	// ToolPrefix is put before each guest tool name to make the name clients see; nil
+	// means Name + "_". Plugin names contain no '_', so that default cannot collide
+	// across plugins; with any other prefix (even "") the Catalog refuses collisions.
+	ToolPrefix *string
 }
 
 // Runner runs a plugin's guest code, each call in a fresh instance: in this process
@@ -52,10 +56,11 @@ var (
 
 // Plugin is a loaded plugin and its tools.
 type Plugin struct {
-	Name     string
-	Module   Runner
-	Isolated bool // runs in a worker process
-	Tools    []*Tool
+	Name       string
+	Module     Runner
+	Isolated   bool // runs in a worker process
+	Tools      []*Tool
+	ToolPrefix string
 }
 
 // TaskSupport says whether a tool may or must run as an MCP Task.
@@ -79,6 +84,11 @@ type Tool struct {
 	OutputSchema json.RawMessage // nil when the tool declares none
 	Annotations  json.RawMessage // nil when the tool declares none
 	TaskSupport  TaskSupport
+	// GuestStartsTask: the guest itself says when the call becomes a task (the "task"
+	// request, docs/ABI.md), for tools that ask for input before their long part.
+	// Where the server decides (MCP 2026-07-28 Tasks extension) such a call starts
+	// synchronously; elsewhere the request changes nothing.
+	GuestStartsTask bool
 
 	input, output *jsonschema.Resolved
 }
@@ -112,7 +122,10 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 	if err != nil {
 		return nil, fmt.Errorf("describe plugin %q: %w", s.Name, err)
 	}
-	p := &Plugin{Name: s.Name, Module: m, Isolated: s.Workers != nil}
+	p := &Plugin{Name: s.Name, Module: m, Isolated: s.Workers != nil, ToolPrefix: s.Name + "_"}
+	if s.ToolPrefix != nil {
+		p.ToolPrefix = *s.ToolPrefix
+	}
 	if p.Tools, err = parseManifest(p, doc); err != nil {
 		return nil, fmt.Errorf("plugin %q: manifest: %w", s.Name, err)
 	}
@@ -140,6 +153,7 @@ func parseManifest(p *Plugin, doc []byte) ([]*Tool, error) {
 			Annotations  json.RawMessage `json:"annotations"`
 			Execution    *struct {
 				TaskSupport TaskSupport `json:"taskSupport"`
+				TaskStart   string      `json:"taskStart"`
 			} `json:"execution"`
 		} `json:"tools"`
 	}
@@ -153,13 +167,25 @@ func parseManifest(p *Plugin, doc []byte) ([]*Tool, error) {
 	var errs []error
 	for i, decl := range m.Tools {
 		t := &Tool{
-			Name: p.Name + "_" + decl.Name, GuestName: decl.Name, Plugin: p,
+			Name: p.ToolPrefix + decl.Name, GuestName: decl.Name, Plugin: p,
 			Title: decl.Title, Description: decl.Description,
 			InputSchema: decl.InputSchema, OutputSchema: decl.OutputSchema, Annotations: decl.Annotations,
 			TaskSupport: TaskForbidden,
 		}
 		if decl.Execution != nil && decl.Execution.TaskSupport != "" {
 			t.TaskSupport = decl.Execution.TaskSupport
+		}
+		taskStart := ""
+		if decl.Execution != nil {
+			taskStart = decl.Execution.TaskStart
+		}
+		switch taskStart {
+		case "", "server":
+		case "guest":
+			t.GuestStartsTask = true
+		default:
+			errs = append(errs, fmt.Errorf("tools[%d] (%q): execution.taskStart %q is not server or guest", i, decl.Name, taskStart))
+			continue
 		}
 		if err := t.prepare(seen); err != nil {
 			errs = append(errs, fmt.Errorf("tools[%d] (%q): %w", i, decl.Name, err))
@@ -178,7 +204,9 @@ func (t *Tool) prepare(seen map[string]bool) error {
 	case seen[t.GuestName]:
 		return errors.New("declared twice")
 	case len(t.Name) > MaxToolNameLen:
-		return fmt.Errorf("full name %q is longer than %d characters; give the plugin a shorter name", t.Name, MaxToolNameLen)
+		return fmt.Errorf("full name %q is longer than %d characters; give the plugin a shorter name or tool_prefix", t.Name, MaxToolNameLen)
+	case t.GuestStartsTask && t.TaskSupport == TaskForbidden:
+		return errors.New(`execution.taskStart "guest" needs taskSupport optional or required`)
 	case !utf8.ValidString(t.Title) || !utf8.ValidString(t.Description):
 		return errors.New("title and description must be UTF-8")
 	}

@@ -67,6 +67,32 @@ func (b testBackend) progress(done, total float64, msg string) { b.h.progressRep
 
 func (b testBackend) request(method string, params []byte) ([]byte, error) {
 	switch method {
+	case "task":
+		return []byte(`{"started":false}`), nil
+	case "elicit_all":
+		if b.h.Elicit == nil {
+			return nil, ErrUnavailable
+		}
+		var p struct {
+			Requests []struct {
+				Message         string          `json:"message"`
+				RequestedSchema json.RawMessage `json:"requestedSchema"`
+			} `json:"requests"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+		var out struct {
+			Results []*ElicitResult `json:"results"`
+		}
+		for _, q := range p.Requests {
+			r, err := b.h.Elicit(q.Message, q.RequestedSchema)
+			if err != nil {
+				return nil, err
+			}
+			out.Results = append(out.Results, r)
+		}
+		return json.Marshal(out)
 	case "elicit":
 	case "sample":
 		if b.h.Sample == nil {
@@ -103,7 +129,8 @@ func (b testBackend) request(method string, params []byte) ([]byte, error) {
 
 // CallTool runs a registered tool natively, as the host would: args is encoded to JSON
 // and decoded into the tool's argument type, and the result comes back as the client
-// would see it. A nil h is a zero TestHost.
+// would see it. A tool that answers with a [ProtocolError] returns it as the error. A
+// nil h is a zero TestHost.
 func CallTool(h *TestHost, name string, args any) (*Result, error) {
 	if h == nil {
 		h = &TestHost{}
@@ -123,11 +150,17 @@ func CallTool(h *TestHost, name string, args any) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var r Result
+	var r struct {
+		Result
+		Error *ProtocolError `json:"error"`
+	}
 	if err := json.Unmarshal(out, &r); err != nil {
 		return nil, fmt.Errorf("decode result: %w", err)
 	}
-	return &r, nil
+	if r.Error != nil {
+		return nil, r.Error
+	}
+	return &r.Result, nil
 }
 
 // Manifest returns the manifest the plugin would give the host: its tools and schemas.

@@ -69,6 +69,61 @@ func (c *Call) Elicit(message string, schema any) (*ElicitResult, error) {
 	}{message, schema})
 }
 
+// ElicitRequest is one question of [Call.ElicitAll].
+type ElicitRequest struct {
+	Message         string `json:"message"`
+	RequestedSchema any    `json:"requestedSchema"`
+}
+
+// ElicitAll asks the user several questions at once: the client sees them all pending
+// together and may answer them in any order. It blocks until every one is answered
+// and returns the answers in the order of the questions. A host older than this
+// request answers ErrUnsupported; ask one by one with [Call.Elicit] then.
+func (c *Call) ElicitAll(reqs ...ElicitRequest) ([]ElicitResult, error) {
+	r, err := roundTrip[struct {
+		Results []ElicitResult `json:"results"`
+	}](c, "elicit_all", struct {
+		Requests []ElicitRequest `json:"requests"`
+	}{reqs})
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Results) != len(reqs) {
+		return nil, fmt.Errorf("elicit_all: %d answers to %d questions", len(r.Results), len(reqs))
+	}
+	return r.Results, nil
+}
+
+// StartTask says that the call's long part begins here. Where the server decides when
+// a call becomes an MCP Task and the client can follow one, the client gets the task
+// now and the rest of the call runs as its work; elsewhere (a client without tasks, a
+// call that already is a task) nothing changes. It reports whether a task was
+// started. Declare the tool with StartsTask.
+func (c *Call) StartTask() (bool, error) {
+	r, err := roundTrip[struct {
+		Started bool `json:"started"`
+	}](c, "task", struct{}{})
+	if errors.Is(err, ErrUnsupported) || errors.Is(err, ErrUnavailable) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return r.Started, nil
+}
+
+// ProtocolError, returned by a tool, answers the call with this JSON-RPC error
+// instead of a result: the request failed (a crashed backend, say), as opposed to a
+// tool that ran and reports a failure with [Errorf]. Code must be -32603 or in
+// -32099..-32000; the host turns anything else into an isError result.
+type ProtocolError struct {
+	Code    int64  `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func (e *ProtocolError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
+
 // roundTrip sends a host request and decodes its reply into a new R.
 func roundTrip[R any](c *Call, method string, params any) (*R, error) {
 	b, err := json.Marshal(params)

@@ -32,6 +32,11 @@ type Tool struct {
 	OutputSchema json.RawMessage // nil: no structured output is promised
 	Annotations  *Annotations
 	TaskSupport  TaskSupport // "": forbidden
+	// StartsTask: the tool calls [Call.StartTask] itself when its long part begins
+	// (after asking for input, say). Where the server decides when a call becomes a
+	// task (MCP 2026-07-28), the call runs synchronously until then. Needs TaskSupport
+	// optional or required.
+	StartsTask bool
 }
 
 // Annotations are hints about a tool's behaviour (MCP ToolAnnotations).
@@ -162,6 +167,7 @@ func validName(s string) bool {
 func manifest() ([]byte, error) {
 	type execution struct {
 		TaskSupport TaskSupport `json:"taskSupport"`
+		TaskStart   string      `json:"taskStart,omitempty"`
 	}
 	type tool struct {
 		Name         string          `json:"name"`
@@ -187,6 +193,9 @@ func manifest() ([]byte, error) {
 			OutputSchema: t.OutputSchema, Annotations: t.Annotations}
 		if t.TaskSupport != "" {
 			d.Execution = &execution{TaskSupport: t.TaskSupport}
+			if t.StartsTask {
+				d.Execution.TaskStart = "guest"
+			}
 		}
 		m.Tools = append(m.Tools, d)
 	}
@@ -213,6 +222,12 @@ func dispatch(b backend, input []byte) (out []byte, err error) {
 		}
 	}()
 	res, err := r.call(&Call{Tool: req.Tool, backend: b}, req.Arguments)
+	var perr *ProtocolError
+	if errors.As(err, &perr) {
+		return json.Marshal(struct {
+			Error *ProtocolError `json:"error"`
+		}{perr})
+	}
 	if err != nil {
 		res = Errorf("%v", err)
 	}

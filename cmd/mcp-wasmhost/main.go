@@ -244,7 +244,8 @@ func pluginSpec(pc config.Plugin) plugins.Spec {
 		Name: pc.Name, Path: pc.Path, SHA256: pc.SHA256,
 		Limits: sandbox.Limits{MemoryMiB: pc.MemoryMiB, Timeout: pc.Timeout.Duration,
 			MaxInputBytes: pc.MaxInputBytes, MaxOutputBytes: pc.MaxOutputBytes},
-		Grants: sandbox.Grants{Env: env, Dirs: dirs},
+		Grants:     sandbox.Grants{Env: env, Dirs: dirs},
+		ToolPrefix: pc.ToolPrefix,
 	}
 }
 

@@ -33,6 +33,17 @@ type Client struct {
 // the client declares neither capability.
 func Dial(t testing.TB, transport mcp.Transport, onRequest func(*jsonrpc.Request) (any, error)) *Client {
 	t.Helper()
+	caps := map[string]any{}
+	if onRequest != nil {
+		caps["elicitation"] = map[string]any{}
+		caps["sampling"] = map[string]any{}
+	}
+	return DialWith(t, transport, onRequest, caps)
+}
+
+// DialWith is Dial declaring the client capabilities caps.
+func DialWith(t testing.TB, transport mcp.Transport, onRequest func(*jsonrpc.Request) (any, error), caps map[string]any) *Client {
+	t.Helper()
 	conn, err := transport.Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -40,11 +51,6 @@ func Dial(t testing.TB, transport mcp.Transport, onRequest func(*jsonrpc.Request
 	c := &Client{t: t, Conn: conn, pending: map[int64]chan *jsonrpc.Response{}, onRequest: onRequest}
 	go c.readLoop()
 	t.Cleanup(func() { conn.Close() })
-	caps := map[string]any{}
-	if onRequest != nil {
-		caps["elicitation"] = map[string]any{}
-		caps["sampling"] = map[string]any{}
-	}
 	c.MustCall("initialize", map[string]any{
 		"protocolVersion": "2025-11-25", "capabilities": caps,
 		"clientInfo": map[string]any{"name": "raw", "version": "1"},

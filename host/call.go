@@ -1,0 +1,152 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
+)
+
+// callOutcome is what a run of a guest ended with.
+type callOutcome struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// callSync runs tool t for one tools/call whose arguments were checked, answering in
+// the request. On a stateless session a guest's request for input ends the round
+// with InputRequiredResult (see mrtr.go), and a repeated call runs the guest again
+// with the answers. With mayStartTask the guest may move the call into a task (the
+// "task" request); the answer is then the task.
+func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plugins.Tool, c caller, mayStartTask bool) (mcp.Result, error) {
+	b := &bridge{session: req.Session, tool: t, logger: s.logger, progressToken: req.Params.GetProgressToken(),
+		caps: c.caps, owner: c.owner, srv: s}
+	// The run outlives the request only if it becomes a task; until then the
+	// request's end ends it (below).
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	moved := false // to a task, which then owns the run
+	defer func() {
+		if !moved {
+			cancel()
+		}
+	}()
+	// Multi round-trip where the server cannot ask mid-call (2026-07-28).
+	if c.stateless {
+		answers, err := s.replayedAnswers(req.Params, t, c)
+		if err != nil {
+			return nil, err
+		}
+		b.mrtr = &mrtrRun{answers: answers, cancel: cancel}
+	}
+	done := make(chan callOutcome, 1)
+	started := make(chan tasks.Task, 1)
+	if mayStartTask {
+		b.startTask = func() (*tasks.Handle, error) {
+			handle := make(chan *tasks.Handle, 1)
+			task, err := s.startTask(req, t, c, 0, func(tctx context.Context, tb *bridge) (*mcp.CallToolResult, error) {
+				handle <- tb.currentTask()
+				stop := context.AfterFunc(tctx, cancel) // the task's cancellation stops the run
+				defer stop()
+				defer cancel()
+				o := <-done
+				return o.res, o.err
+			})
+			if err != nil {
+				return nil, err
+			}
+			started <- task
+			return <-handle, nil
+		}
+	}
+	go func() {
+		res, err := s.runTool(runCtx, t, req.Params.Arguments, b)
+		done <- callOutcome{res, err}
+	}()
+
+	var o callOutcome
+	select {
+	case task := <-started:
+		moved = true
+		return toExt(task, "task"), nil
+	case o = <-done:
+	case <-ctx.Done():
+		cancel()
+		select {
+		case <-started: // the task owns the run now, and ends with it
+			moved = true
+		case <-done:
+		}
+		return nil, ctx.Err()
+	}
+	// The run ended; if it had moved into a task just before, the task waits for it.
+	select {
+	case task := <-started:
+		moved = true
+		done <- o
+		return toExt(task, "task"), nil
+	default:
+	}
+	if b.mrtr != nil {
+		if pending, prior := b.mrtr.asked(); pending != nil {
+			return s.inputRequired(t, req.Params.Arguments, c, pending, prior)
+		}
+	}
+	return o.res, o.err
+}
+
+// inputRequired answers a round that needs input: the pending requests under keys
+// never used before in this call, and the signed state to send back with the answers.
+func (s *Server) inputRequired(t *plugins.Tool, args json.RawMessage, c caller, pending []pendingInput, prior []json.RawMessage) (mcp.Result, error) {
+	digest, err := argsDigest(args)
+	if err != nil {
+		return nil, invalidParams("arguments: %v", err)
+	}
+	st := requestState{Tool: t.Name, Args: digest, Owner: c.owner, Answers: prior}
+	reqs := make(mcp.InputRequestMap, len(pending))
+	for i, p := range pending {
+		key := fmt.Sprintf("input-%d", len(prior)+i+1)
+		st.Keys = append(st.Keys, key)
+		reqs[key] = p.params
+	}
+	state, err := s.states.issue(st, time.Now())
+	if err != nil {
+		return nil, invalidParams("%v", err)
+	}
+	return &inputRequiredResult{ResultType: "input_required", InputRequests: reqs, RequestState: state}, nil
+}
+
+// replayedAnswers checks a repeated call's requestState and returns every answer the
+// guest gets, in order: those of earlier rounds, then this round's inputResponses.
+func (s *Server) replayedAnswers(p *mcp.CallToolParamsRaw, t *plugins.Tool, c caller) ([]json.RawMessage, error) {
+	if p.RequestState == "" {
+		if p.InputResponses != nil {
+			return nil, invalidParams("inputResponses without requestState: answer an InputRequiredResult by repeating the call with both")
+		}
+		return nil, nil
+	}
+	st, err := s.states.verify(p.RequestState, t.Name, p.Arguments, c.owner, time.Now())
+	if err != nil {
+		return nil, invalidParams("%v", err)
+	}
+	answers := append([]json.RawMessage(nil), st.Answers...)
+	for _, key := range st.Keys {
+		r, ok := p.InputResponses[key]
+		if !ok || r == nil {
+			return nil, invalidParams("inputResponses has no answer for %q", key)
+		}
+		raw, err := json.Marshal(r)
+		if err != nil {
+			return nil, invalidParams("inputResponses[%q]: %v", key, err)
+		}
+		answers = append(answers, raw)
+	}
+	if err := s.states.consume(st); err != nil {
+		return nil, invalidParams("%v", err)
+	}
+	return answers, nil
+}

@@ -1,0 +1,367 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
+)
+
+// The MCP 2026-07-28 line: Tasks as the extension io.modelcontextprotocol/tasks
+// (SEP-2663), a second wire over the same task model as the 2025-11-25 methods in
+// tasks.go. Which wire a request gets is decided per request (see callerOf).
+
+// extensionID names the Tasks extension in capabilities.extensions.
+const extensionID = "io.modelcontextprotocol/tasks"
+
+// clientCapsMetaKey is where a request carries its client's capabilities (SEP-2575);
+// a request may also use it to opt into an extension for itself alone.
+const clientCapsMetaKey = "io.modelcontextprotocol/clientCapabilities"
+
+// newestLegacyVersion is the last protocol version with a connection handshake; from
+// 2026-07-28 on, requests are stateless and a server cannot send requests.
+const newestLegacyVersion = "2025-11-25"
+
+// MCP error codes of SEP-2575 / SEP-2243 (go-sdk constants, repeated for reading).
+const (
+	codeHeaderMismatch      = mcp.CodeHeaderMismatch                    // -32020
+	codeMissingCapabilities = mcp.CodeMissingRequiredClientCapabilities // -32021
+)
+
+// caller is what the server knows of who sent a request and how to answer it.
+type caller struct {
+	owner     string                  // who owns the tasks it creates and may see them
+	caps      *mcp.ClientCapabilities // the client's capabilities for this request
+	ext       bool                    // it declared the Tasks extension: the extension's wire
+	stateless bool                    // protocol 2026-07-28 or later: no server-to-client requests
+}
+
+type callerKey struct{}
+
+// withCaller puts c in ctx, for the custom method handlers, which get no request.
+func withCaller(ctx context.Context, c caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// callerFrom returns the caller the middleware stored, or one derived from the
+// session alone.
+func callerFrom(ctx context.Context, ss *mcp.ServerSession) caller {
+	if c, ok := ctx.Value(callerKey{}).(caller); ok {
+		return c
+	}
+	return callerOf(ss, nil, nil)
+}
+
+// callerOf describes the sender of one request: its session, the request's _meta and
+// its HTTP extras (nil off HTTP).
+//
+// The Tasks extension is the 2026-07-28 form of Tasks: a request gets its wire when it
+// is a 2026-07-28 request whose client declared the extension (per request, as every
+// capability on that version). Every 2025-11-25 (or older) session gets 2025-11-25
+// Tasks, even if its client declared the extension in initialize: the extension's
+// own client library (ext-tasks 0.2.2) uses it only on 2026-07-28 and follows
+// capabilities.tasks before, and the MCP Inspector 2.12.0 declares the extension on
+// its 2025-11-25 connections while expecting 2025-11-25 Tasks there.
+//
+// The owner of tasks is the requester as far as the server can tell it apart: the
+// local user on stdio, the session on stateful HTTP (2025-11-25 and older), and on
+// stateless HTTP (2026-07-28) the authenticated user if the request carries a
+// verified token, else one shared "anonymous" requester, since nothing else in a
+// stateless request identifies its sender (clientInfo is whatever the client says).
+// For anonymous requesters the unguessable task ID (192 random bits) is the capability,
+// and this line has no tasks/list that could reveal IDs. Tasks of one owner are never
+// visible to another, whichever wire created or asks for them.
+func callerOf(ss *mcp.ServerSession, meta mcp.Meta, extra *mcp.RequestExtra) caller {
+	c := caller{owner: owner(ss)}
+	init := ss.InitializeParams()
+	if init == nil {
+		return c
+	}
+	c.caps = init.Capabilities
+	c.stateless = init.ProtocolVersion > newestLegacyVersion
+	if !c.stateless {
+		return c
+	}
+	if ss.ID() == "" && extra != nil && extra.Header != nil {
+		c.owner = anonymousOwner
+		if ti := extra.TokenInfo; ti != nil && ti.UserID != "" {
+			c.owner = "user:" + ti.UserID
+		}
+	}
+	// The SDK puts a 2026-07-28 request's capabilities in its session; a request
+	// that restates them in _meta (on stdio, say) is taken at its word too.
+	if raw, ok := meta[clientCapsMetaKey]; ok {
+		var caps mcp.ClientCapabilities
+		if b, err := json.Marshal(raw); err == nil && json.Unmarshal(b, &caps) == nil {
+			c.caps = &caps
+		}
+	}
+	c.ext = hasExtension(c.caps)
+	return c
+}
+
+// anonymousOwner owns the tasks of unauthenticated stateless HTTP requests.
+const anonymousOwner = "anonymous"
+
+// missingExtension answers a request that needs the Tasks extension from a client
+// that did not declare it.
+func missingExtension(format string, args ...any) error {
+	return &jsonrpc.Error{Code: codeMissingCapabilities, Message: fmt.Sprintf(format, args...),
+		Data: json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + extensionID + `":{}}}}`)}
+}
+
+// extTask is a task on the extension's wire: CreateTaskResult (resultType "task") and
+// tasks/get's DetailedTask (resultType "complete", with result, error or
+// inputRequests by status).
+type extTask struct {
+	mcp.ResultBase
+	ResultType     string                  `json:"resultType"`
+	TaskID         string                  `json:"taskId"`
+	Status         string                  `json:"status"`
+	StatusMessage  string                  `json:"statusMessage,omitempty"`
+	CreatedAt      string                  `json:"createdAt"`
+	LastUpdatedAt  string                  `json:"lastUpdatedAt"`
+	TTLMs          int64                   `json:"ttlMs"`
+	PollIntervalMs int64                   `json:"pollIntervalMs,omitempty"`
+	Result         json.RawMessage         `json:"result,omitempty"`
+	Error          *tasks.Error            `json:"error,omitempty"`
+	InputRequests  map[string]inputRequest `json:"inputRequests,omitempty"`
+}
+
+// inputRequest is a pending request for input as the extension shows it.
+type inputRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+func toExt(t tasks.Task, resultType string) *extTask {
+	return &extTask{
+		ResultType: resultType, TaskID: t.ID, Status: string(t.Status), StatusMessage: t.StatusMessage,
+		CreatedAt: t.CreatedAt.Format(time.RFC3339Nano), LastUpdatedAt: t.LastUpdatedAt.Format(time.RFC3339Nano),
+		TTLMs: t.TTL.Milliseconds(), PollIntervalMs: t.PollInterval.Milliseconds(),
+	}
+}
+
+// detailed is t as tasks/get answers it on the extension's wire. The task model keeps
+// one outcome for both lines; only its name differs: a tool result with isError is
+// "failed" on 2025-11-25 and "completed" here (the request did complete).
+func detailed(t tasks.Task, inputs []*tasks.Input) *extTask {
+	d := toExt(t, "complete")
+	switch {
+	case t.Status == tasks.Failed && t.Error == nil && t.Result != nil:
+		d.Status, d.StatusMessage, d.Result = string(tasks.Completed), "", completeRaw(t.Result)
+	case t.Status == tasks.Completed:
+		d.Result = completeRaw(t.Result)
+	case t.Status == tasks.Failed && t.Error != nil:
+		d.Error = t.Error
+	case t.Status == tasks.Failed: // lost to a restart or shutdown
+		d.Error = &tasks.Error{Code: jsonrpc.CodeInternalError, Message: t.StatusMessage}
+	case t.Status == tasks.InputRequired && len(inputs) > 0:
+		d.InputRequests = make(map[string]inputRequest, len(inputs))
+		for _, in := range inputs {
+			d.InputRequests[in.Key] = inputRequest{Method: in.Method, Params: in.Params}
+		}
+	}
+	return d
+}
+
+// completeRaw is a stored result as the extension inlines it: with resultType
+// "complete", as the request would have answered it.
+func completeRaw(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return raw
+	}
+	if _, ok := m["resultType"]; ok {
+		return raw
+	}
+	m["resultType"] = json.RawMessage(`"complete"`)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// ack is the empty answer of tasks/update and tasks/cancel on the extension's wire.
+type ack struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+}
+
+type updateParams struct {
+	mcp.ParamsBase
+	TaskID         string                     `json:"taskId"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses"`
+}
+
+// registerExtMethods adds tasks/update (the extension's only new method); tasks/get
+// and tasks/cancel are shared with 2025-11-25 and branch on the caller.
+func (s *Server) registerExtMethods() error {
+	return mcp.AddReceivingCustomMethod(s.mcp, "tasks/update", s.extUpdate)
+}
+
+func (s *Server) extGet(ctx context.Context, c caller, id string) (*extTask, error) {
+	t, inputs, _, err := s.tasks.Watch(ctx, c.owner, id)
+	if err != nil {
+		return nil, taskError(err, id)
+	}
+	return detailed(t, inputs), nil
+}
+
+func (s *Server) extCancel(ctx context.Context, c caller, id string) (*ack, error) {
+	_, err := s.tasks.Cancel(ctx, c.owner, id)
+	if err != nil && !errors.Is(err, tasks.ErrTerminal) {
+		return nil, taskError(err, id)
+	}
+	// Cancelling a finished task changes nothing and is acknowledged all the same.
+	return &ack{ResultType: "complete"}, nil
+}
+
+// extUpdate answers pending input requests of a task: each key of inputResponses
+// answers the request with that key. Keys that are unknown or already answered are
+// ignored; a subset answers just those.
+func (s *Server) extUpdate(ctx context.Context, ss *mcp.ServerSession, p *updateParams) (*ack, error) {
+	c := callerFrom(ctx, ss)
+	switch {
+	case !c.stateless:
+		return nil, methodNotFound("tasks/update is a method of the Tasks extension of MCP 2026-07-28; this session is on %s", ss.InitializeParams().ProtocolVersion)
+	case !c.ext:
+		return nil, missingExtension("tasks/update belongs to the Tasks extension; declare %q in the client capabilities", extensionID)
+	}
+	if p == nil || p.TaskID == "" {
+		return nil, invalidParams("taskId is required")
+	}
+	if p.InputResponses == nil {
+		return nil, invalidParams("inputResponses is required: an object mapping input request keys to their results")
+	}
+	if _, err := s.tasks.Get(ctx, c.owner, p.TaskID); err != nil {
+		return nil, taskError(err, p.TaskID)
+	}
+	for key, res := range p.InputResponses {
+		s.tasks.Answer(c.owner, p.TaskID, key, tasks.Reply{Result: res})
+	}
+	return &ack{ResultType: "complete"}, nil
+}
+
+// callToolExt routes a tools/call on the extension's wire: the server decides. A tool
+// that may run as a task becomes one at once, unless the guest says itself when
+// (execution.taskStart "guest"); a legacy params.task is ignored.
+func (s *Server) callToolExt(ctx context.Context, req *mcp.CallToolRequest, t *plugins.Tool, c caller, next mcp.MethodHandler) (mcp.Result, error) {
+	switch {
+	case t.TaskSupport == plugins.TaskForbidden:
+		return extSync(next(ctx, "tools/call", req))
+	case t.TaskSupport == plugins.TaskRequired && !c.ext:
+		return nil, missingExtension("tool %q runs only as a task; declare the %q extension in the client capabilities", t.Name, extensionID)
+	case !c.ext:
+		return extSync(next(ctx, "tools/call", req)) // optional: synchronously
+	}
+	if err := t.CheckArguments(req.Params.Arguments); err != nil {
+		return nil, invalidParams("%v", err)
+	}
+	if t.GuestStartsTask {
+		return extSync(s.callSync(ctx, req, t, c, true))
+	}
+	task, err := s.startTask(req, t, c, 0, nil)
+	if err != nil {
+		return nil, err
+	}
+	return toExt(task, "task"), nil
+}
+
+// startTask starts a task running tool t for c. With run nil the task runs the tool;
+// otherwise run is its work (a call already under way that the guest moved into a
+// task).
+func (s *Server) startTask(req *mcp.CallToolRequest, t *plugins.Tool, c caller, ttl time.Duration, run func(ctx context.Context, b *bridge) (*mcp.CallToolResult, error)) (tasks.Task, error) {
+	ss := req.Session
+	args, progressToken := req.Params.Arguments, req.Params.GetProgressToken()
+	if run == nil {
+		run = func(ctx context.Context, b *bridge) (*mcp.CallToolResult, error) {
+			return s.runTool(ctx, t, args, b)
+		}
+	}
+	// The task runs detached from the request: its context carries none of the
+	// request's values, so that what it sends later is routed to the session, not to a
+	// response stream that has closed.
+	task, err := s.tasks.Start(context.Background(), c.owner, ttl, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+		b := &bridge{session: ss, tool: t, logger: s.logger, progressToken: progressToken, srv: s, caps: c.caps,
+			task: h, owner: c.owner, push: !c.stateless}
+		res, err := run(ctx, b)
+		return taskOutcome(res, err)
+	})
+	if err != nil {
+		if errors.Is(err, tasks.ErrTooMany) || errors.Is(err, tasks.ErrStoreFull) {
+			return tasks.Task{}, &jsonrpc.Error{Code: codeLimit, Message: err.Error()}
+		}
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	return task, nil
+}
+
+// taskOutcome is what a task records of a tool's result or error. A result with
+// isError is stored as a failure with its result; each wire names that as its
+// version of the spec says.
+func taskOutcome(res *mcp.CallToolResult, err error) (json.RawMessage, string, *tasks.Error) {
+	if err != nil {
+		var wire *jsonrpc.Error
+		if errors.As(err, &wire) {
+			return nil, "", &tasks.Error{Code: wire.Code, Message: wire.Message, Data: wire.Data}
+		}
+		return nil, "", &tasks.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	raw, merr := json.Marshal(res)
+	if merr != nil {
+		return nil, "", &tasks.Error{Code: jsonrpc.CodeInternalError, Message: merr.Error()}
+	}
+	if res.IsError {
+		return raw, "tool returned an error: " + firstText(res, 200), nil
+	}
+	return raw, "", nil
+}
+
+// extSync shapes a synchronous answer for the extension's wire and 2026-07-28: a
+// result says resultType "complete", a request for input is an InputRequiredResult.
+func extSync(res mcp.Result, err error) (mcp.Result, error) {
+	if err != nil {
+		return nil, err
+	}
+	if r, ok := res.(*mcp.CallToolResult); ok {
+		if r.NeedsInput() || r.InputRequests != nil {
+			return &inputRequiredResult{ResultType: "input_required", InputRequests: r.InputRequests, RequestState: r.RequestState}, nil
+		}
+		return &completeResult{r}, nil
+	}
+	return res, nil
+}
+
+// completeResult adds resultType "complete" to a tool result the server answers
+// itself on 2026-07-28 (the SDK adds it to those of its own tools/call).
+type completeResult struct {
+	mcp.Result
+}
+
+func (r *completeResult) MarshalJSON() ([]byte, error) {
+	return patchJSON(r.Result, func(m map[string]json.RawMessage) error {
+		if _, ok := m["resultType"]; !ok {
+			m["resultType"] = json.RawMessage(`"complete"`)
+		}
+		return nil
+	})
+}
+
+// inputRequiredResult is a tools/call answer that asks for input first (SEP-2322
+// multi round-trip): the client answers inputRequests and repeats the call with
+// inputResponses and requestState.
+type inputRequiredResult struct {
+	mcp.ResultBase
+	ResultType    string              `json:"resultType"`
+	InputRequests mcp.InputRequestMap `json:"inputRequests"`
+	RequestState  string              `json:"requestState"`
+}

@@ -1,0 +1,162 @@
+package host
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Request state for the multi round-trip pattern (SEP-2322): on 2026-07-28 a server
+// cannot ask the client for input in the middle of a call. A synchronous call whose
+// guest asks is answered with InputRequiredResult instead; the client repeats the call
+// with the answers and the requestState, and the guest runs again from the start,
+// getting the earlier answers, in order, for its requests.
+//
+// The state travels through the client, so it is signed (HMAC-SHA256 with a key
+// drawn at start and never stored: a state does not survive a restart), bound to the
+// tool, a digest of the arguments and the requester, valid for stateTTL, and
+// accepted once. It holds the answers given so far, which came from the client
+// itself; it is signed, not encrypted.
+
+// stateTTL is how long a request state may be answered.
+const stateTTL = 10 * time.Minute
+
+// maxStateBytes bounds a request state (the answers it carries).
+const maxStateBytes = 256 << 10
+
+// requestState is the signed content.
+type requestState struct {
+	Tool    string            `json:"tool"`
+	Args    string            `json:"args"`  // hex sha256 of the canonical arguments
+	Owner   string            `json:"owner"` // the requester the state was issued to
+	Answers []json.RawMessage `json:"answers"`
+	Keys    []string          `json:"keys"` // the input requests of this round, in asking order
+	Expires int64             `json:"exp"`  // unix milliseconds
+	Nonce   string            `json:"nonce"`
+}
+
+// stateSigner issues and checks request states.
+type stateSigner struct {
+	key []byte
+
+	mu   sync.Mutex
+	used map[string]time.Time // nonce -> expiry, of states already accepted
+}
+
+func newStateSigner() *stateSigner {
+	key := make([]byte, 32)
+	rand.Read(key)
+	return &stateSigner{key: key, used: map[string]time.Time{}}
+}
+
+// argsDigest is the digest of arguments in a canonical form (keys sorted, no
+// insignificant space), so that the same arguments re-encoded by a client match.
+func argsDigest(args json.RawMessage) (string, error) {
+	var v any
+	if t := bytes.TrimSpace(args); len(t) > 0 && string(t) != "null" {
+		if err := json.Unmarshal(t, &v); err != nil {
+			return "", err
+		}
+	}
+	if v == nil {
+		v = map[string]any{}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func (s *stateSigner) mac(payload []byte) []byte {
+	h := hmac.New(sha256.New, s.key)
+	h.Write(payload)
+	return h.Sum(nil)
+}
+
+// issue signs st, filling in its expiry and nonce.
+func (s *stateSigner) issue(st requestState, now time.Time) (string, error) {
+	nonce := make([]byte, 16)
+	rand.Read(nonce)
+	st.Nonce = base64.RawURLEncoding.EncodeToString(nonce)
+	st.Expires = now.Add(stateTTL).UnixMilli()
+	payload, err := json.Marshal(st)
+	if err != nil {
+		return "", err
+	}
+	if len(payload) > maxStateBytes {
+		return "", fmt.Errorf("the answers so far take %d bytes, more than the %d a request state may carry", len(payload), maxStateBytes)
+	}
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString(payload) + "." + enc.EncodeToString(s.mac(payload)), nil
+}
+
+// Errors of stateSigner.accept; each is answered -32602.
+var (
+	errStateForged  = errors.New("requestState was not issued by this server (or was altered); repeat the call without it")
+	errStateExpired = errors.New("requestState has expired; repeat the call without it")
+	errStateUsed    = errors.New("requestState was already used; repeat the call without it")
+	errStateOther   = errors.New("requestState was issued for another call (tool, arguments or requester differ)")
+)
+
+// verify checks a state for tool, args and owner; consume then marks it used.
+func (s *stateSigner) verify(raw, tool string, args json.RawMessage, owner string, now time.Time) (*requestState, error) {
+	if len(raw) > 2*maxStateBytes {
+		return nil, errStateForged
+	}
+	enc := base64.RawURLEncoding
+	dot := bytes.IndexByte([]byte(raw), '.')
+	if dot < 0 {
+		return nil, errStateForged
+	}
+	payload, err1 := enc.DecodeString(raw[:dot])
+	sig, err2 := enc.DecodeString(raw[dot+1:])
+	if err1 != nil || err2 != nil || !hmac.Equal(sig, s.mac(payload)) {
+		return nil, errStateForged
+	}
+	var st requestState
+	if err := json.Unmarshal(payload, &st); err != nil {
+		return nil, errStateForged
+	}
+	digest, err := argsDigest(args)
+	if err != nil || st.Tool != tool || st.Args != digest || st.Owner != owner {
+		return nil, errStateOther
+	}
+	if now.UnixMilli() > st.Expires {
+		return nil, errStateExpired
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.used[st.Nonce]; ok {
+		return nil, errStateUsed
+	}
+	return &st, nil
+}
+
+// consume marks a verified state used; a second use is refused.
+func (s *stateSigner) consume(st *requestState) error {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.used[st.Nonce]; ok {
+		return errStateUsed
+	}
+	if len(s.used) >= 1024 { // purge now and then, not on every call
+		for n, exp := range s.used {
+			if now.After(exp) {
+				delete(s.used, n)
+			}
+		}
+	}
+	s.used[st.Nonce] = time.UnixMilli(st.Expires)
+	return nil
+}

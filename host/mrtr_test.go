@@ -1,0 +1,85 @@
+package host
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestRequestState(t *testing.T) {
+	s := newStateSigner()
+	t0 := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+	args := json.RawMessage(`{"b": 2, "a": [1, {"y": 1, "x": 0}]}`)
+	digest, err := argsDigest(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := func() string {
+		raw, err := s.issue(requestState{Tool: "tool", Args: digest, Owner: "anonymous",
+			Answers: []json.RawMessage{json.RawMessage(`{"action":"accept"}`)}, Keys: []string{"input-2"}}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	same := json.RawMessage(`{"a":[1,{"x":0,"y":1}],"b":2}`)
+	tests := []struct {
+		name  string
+		tool  string
+		args  json.RawMessage
+		owner string
+		at    time.Time
+		want  error
+	}{
+		{"fine, arguments in another order", "tool", same, "anonymous", t0.Add(time.Minute), nil},
+		{"expired", "tool", args, "anonymous", t0.Add(stateTTL + time.Millisecond), errStateExpired},
+		{"other tool", "other", args, "anonymous", t0, errStateOther},
+		{"other arguments", "tool", json.RawMessage(`{"b":3}`), "anonymous", t0, errStateOther},
+		{"other requester", "tool", args, "session:x", t0, errStateOther},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := s.verify(issue(), tt.tool, tt.args, tt.owner, tt.at)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("verify = %v, want %v", err, tt.want)
+			}
+			if err == nil && (len(st.Answers) != 1 || st.Keys[0] != "input-2") {
+				t.Errorf("verify = %+v", st)
+			}
+		})
+	}
+	raw := issue()
+	st, err := s.verify(raw, "tool", args, "anonymous", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.consume(st); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.verify(raw, "tool", args, "anonymous", t0); !errors.Is(err, errStateUsed) {
+		t.Errorf("verify after use = %v, want %v", err, errStateUsed)
+	}
+	// Another server (another key) does not accept it.
+	if _, err := newStateSigner().verify(raw, "tool", args, "anonymous", t0); !errors.Is(err, errStateForged) {
+		t.Errorf("verify by another key = %v, want %v", err, errStateForged)
+	}
+	// Tampering with the payload, signature kept.
+	b := []byte(raw)
+	b[5] ^= 2
+	if _, err := s.verify(string(b), "tool", args, "anonymous", t0); !errors.Is(err, errStateForged) {
+		t.Errorf("verify tampered = %v, want %v", err, errStateForged)
+	}
+}
+
+func FuzzRequestState(f *testing.F) {
+	s := newStateSigner()
+	f.Add("a.b")
+	f.Add("")
+	f.Add("eyJ0b29sIjoidCJ9.AAAA")
+	f.Fuzz(func(t *testing.T, raw string) {
+		if _, err := s.verify(raw, "t", nil, "o", time.Now()); err == nil {
+			t.Fatalf("verify(%q) accepted a state it never issued", raw)
+		}
+	})
+}
