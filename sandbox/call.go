@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
@@ -148,12 +149,26 @@ func (m *Module) run(ctx context.Context, export string, input []byte, h Host, m
 // instantiate creates a fresh instance; ctx must carry st (withCallState).
 func (m *Module) instantiate(ctx context.Context, st *callState) (api.Module, error) {
 	m.instances.Add(1)
-	cfg := m.config.WithStdout(&st.stdout).WithStderr(&st.stderr)
+	cfg := m.config.WithStdout(&st.stdout).WithStderr(&st.stderr).WithNanosleep(sleeper(ctx))
 	mod, err := m.runtime.InstantiateModule(ctx, m.compiled, cfg)
 	if err == nil {
 		m.live.Add(1)
 	}
 	return mod, err
+}
+
+// sleeper is the guest's sleep (WASI poll_oneoff on a clock): real time, but it ends
+// when the call's context does, so that a guest asleep for an hour is cancelled at
+// once rather than when it wakes (wazero's own sleep ignores the context).
+func sleeper(ctx context.Context) sys.Nanosleep {
+	return func(ns int64) {
+		t := time.NewTimer(time.Duration(ns))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // close tears an instance down, also after its context ended.

@@ -121,6 +121,25 @@ func TestCancel(t *testing.T) {
 	}
 }
 
+// TestCancelWhileAsleep: a guest asleep in WASI (a Go guest's time.Sleep is one
+// poll_oneoff) is cancelled at once, not when its 10 s sleep would end.
+func TestCancelWhileAsleep(t *testing.T) {
+	m := load(t, "plugins/toolbox/toolbox.wasm", sandbox.Limits{}, sandbox.Grants{})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := m.Call(ctx, call("slow_count", map[string]int{"to": 1, "delay_ms": 10000}), nil)
+	took := time.Since(start)
+	var ge *sandbox.GuestError
+	if !errors.As(err, &ge) || ge.Kind != sandbox.KindCanceled {
+		t.Fatalf("Call(slow_count) = %v, want cancelled", err)
+	}
+	if took > 5*time.Second || m.Live() != 0 {
+		t.Errorf("cancel took %v with %d instances live; want it to end the sleep", took, m.Live())
+	}
+	t.Logf("cancelled %v after start", took)
+}
+
 func TestOutOfMemory(t *testing.T) {
 	m := load(t, "testdata/wasm/memhog.wasm", sandbox.Limits{MemoryMiB: 32}, sandbox.Grants{})
 	_, err := m.Call(context.Background(), call("hog", map[string]int{"mib": 64}), nil)
