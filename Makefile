@@ -7,23 +7,27 @@ GO_WASM   = GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldfl
 # costs half the memory and time to create.
 C_WASM    = clang-14 --target=wasm32-wasi --sysroot=/usr -O2 -Wall -Wextra -mexec-model=reactor -Wl,--strip-all -Wl,-z,stack-size=32768 -Isdk-guest/c
 
-GO_PLUGINS = plugins/toolbox/toolbox.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm testdata/wasm/escape.wasm
+GO_PLUGINS = plugins/toolbox/toolbox.wasm conformance/fixture/fixture.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm testdata/wasm/escape.wasm
 C_PLUGINS  = plugins/textkit/textkit.wasm testdata/wasm/asker.wasm
 WAT        = $(patsubst testdata/wat/%.wat,testdata/wasm/%.wasm,$(wildcard testdata/wat/*.wat))
 ALL_WASM   = $(GO_PLUGINS) $(C_PLUGINS) $(WAT) testdata/wasm/truncated.wasm
 
-.PHONY: plugins pins test check-wasm interop-deps FORCE
+.PHONY: plugins pins test check-wasm interop-deps conformance-deps conformance FORCE
 
 # plugins rebuilds every .wasm in the repository from its source and re-pins the
 # bundled ones in config.toml.
 plugins: $(ALL_WASM) pins
 
-# pins rewrites the sha256 pins of config.toml to the files built here.
+# pins rewrites the sha256 pins of config.toml and conformance/config.toml to the
+# files built here.
 pins: $(GO_PLUGINS) $(C_PLUGINS)
 	scripts/pin.sh config.toml
+	scripts/pin.sh conformance/config.toml
 
 plugins/toolbox/toolbox.wasm: FORCE
 	$(GO_WASM) -o $@ ./plugins/toolbox
+conformance/fixture/fixture.wasm: FORCE
+	$(GO_WASM) -o $@ ./conformance/fixture
 testdata/wasm/%.wasm: testdata/guests/%/main.go FORCE
 	$(GO_WASM) -o $@ ./testdata/guests/$*
 plugins/textkit/textkit.wasm: plugins/textkit/textkit.c sdk-guest/c/mcpwh.h Makefile
@@ -45,7 +49,17 @@ check-wasm:
 interop-deps:
 	cd interop && npm ci --no-audit --no-fund
 
-# test runs every test: Go (with the race detector) and the TypeScript SDK interop test.
-test: interop-deps
+conformance-deps:
+	cd conformance && npm ci --no-audit --no-fund
+
+# conformance runs the official MCP conformance suite (every server scenario of
+# @modelcontextprotocol/conformance 0.1.16) against the real binary over HTTP.
+conformance: conformance-deps
+	conformance/run.sh
+
+# test runs every test: Go (with the race detector), the third-party client interop
+# tests and the official conformance suite.
+test: interop-deps conformance-deps
 	go test -race -count=1 ./...
 	cd interop && node --test --test-concurrency=1
+	conformance/run.sh

@@ -173,6 +173,13 @@ type Plugin struct {
 	// of a-z, 0-9 and '-', starting with a letter, unique in the file.
 	// Required.
 	Name string `toml:"name"`
+	// Prefix is put before the plugin's tool and prompt names, joined with '_'
+	// (prefix "kit" offers the guest's tool "sha256" as "kit_sha256"): 1 to 32
+	// characters like Name, unique among the prefixes in the file. "" offers the
+	// names exactly as the guest declares them, for clients or test suites that
+	// expect fixed names; a name offered by two plugins is then refused when the
+	// plugins load. Nil means Name.
+	Prefix *string `toml:"prefix"`
 	// Path is the .wasm file, relative to the config file's directory.
 	// Load and Parse return it absolute. Required. Its existence and hash are
 	// checked when the plugin is loaded, not here.
@@ -560,6 +567,7 @@ func (c *Config) finish(name, dir string) []error {
 	defaultInt("max_store_mib", &tk.MaxStoreMiB, DefaultMaxStoreMiB, 1, 1<<20)
 
 	firstByName := make(map[string]int)
+	firstByPrefix := make(map[string]int)
 	for i := range c.Plugins {
 		p := &c.Plugins[i]
 		where := fmt.Sprintf("plugins[%d]", i)
@@ -576,6 +584,19 @@ func (c *Config) finish(name, dir string) []error {
 			fail(where, "name %q is already used by plugins[%d]", p.Name, j)
 		} else if p.Name != "" {
 			firstByName[p.Name] = i
+		}
+
+		prefix := p.Name
+		if p.Prefix != nil {
+			prefix = *p.Prefix
+			if prefix != "" && !validPluginName(prefix) {
+				fail(where, "prefix %q must be \"\" or 1-%d characters of a-z, 0-9 and '-', starting with a letter", prefix, maxPluginName)
+			}
+		}
+		if j, dup := firstByPrefix[prefix]; dup && prefix != "" {
+			fail(where, "prefix %q is already used by plugins[%d]; tool names would collide", prefix, j)
+		} else if prefix != "" {
+			firstByPrefix[prefix] = i
 		}
 
 		if p.Path == "" {

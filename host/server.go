@@ -58,14 +58,16 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 	topts.Logger = opts.Logger
 	topts.OnChange = s.taskChanged
 	s.tasks = tasks.NewManager(topts)
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
+	sopts := &mcp.ServerOptions{
 		Logger:                    slog.New(minLevel{opts.Logger.Handler(), slog.LevelWarn}),
 		SupportedProtocolVersions: ProtocolVersions,
 		Capabilities: &mcp.ServerCapabilities{
 			Logging: &mcp.LoggingCapabilities{},
 			Tools:   &mcp.ToolCapabilities{},
 		},
-	})
+	}
+	s.featureOptions(sopts)
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, sopts)
 	for _, t := range catalog.Tools() {
 		mt, err := mcpTool(t)
 		if err != nil {
@@ -73,6 +75,7 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 		}
 		s.mcp.AddTool(mt, s.toolHandler(t))
 	}
+	s.registerFeatures()
 	s.mcp.AddReceivingMiddleware(s.middleware)
 	if err := s.registerTaskMethods(); err != nil {
 		return nil, err
@@ -149,9 +152,10 @@ func (s *Server) taskChanged(t tasks.Task) {
 // cross-origin browser requests.
 func (s *Server) HTTPHandler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{Logger: slog.New(minLevel{s.logger.Handler(), slog.LevelWarn})})
+		&mcp.StreamableHTTPOptions{Logger: slog.New(minLevel{s.logger.Handler(), slog.LevelWarn}),
+			EventStore: newEventStore()})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(liftHTTP(h)))
+	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(s.sessionVersion(liftHTTP(h))))
 	return mux
 }
 
@@ -162,7 +166,8 @@ func (s *Server) toolHandler(t *plugins.Tool) mcp.ToolHandler {
 		if err := t.CheckArguments(args); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
-		b := &bridge{session: req.Session, tool: t, logger: s.logger, progressToken: req.Params.GetProgressToken()}
+		b := &bridge{session: req.Session, tool: t, logger: s.logger, progressToken: req.Params.GetProgressToken(),
+			srv: s, closeStream: closeStreamOf(req)}
 		return s.runTool(ctx, t, args, b)
 	}
 }

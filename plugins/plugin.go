@@ -22,18 +22,39 @@ const MaxToolNameLen = 64
 
 // Spec is one plugin as the operator configured it.
 type Spec struct {
-	Name   string // [a-z][a-z0-9-]*: contains no '_', which separates it from tool names
-	Path   string // the .wasm file
-	SHA256 string // the file's pinned digest, lowercase hex
-	Limits sandbox.Limits
-	Grants sandbox.Grants
+	Name string // [a-z][a-z0-9-]*: contains no '_', which separates it from tool names
+	// Prefix is put before the plugin's tool and prompt names, joined with '_'. ""
+	// means Name, unless Unprefixed is set.
+	Prefix string // [a-z][a-z0-9-]* like Name
+	// Unprefixed offers the plugin's tools and prompts under the names the guest
+	// declares, with no prefix (config: prefix = ""). false means prefixed.
+	Unprefixed bool
+	Path       string // the .wasm file
+	SHA256     string // the file's pinned digest, lowercase hex
+	Limits     sandbox.Limits
+	Grants     sandbox.Grants
 }
 
-// Plugin is a loaded plugin and its tools.
+// Plugin is a loaded plugin and what it offers.
 type Plugin struct {
-	Name   string
-	Module *sandbox.Module
-	Tools  []*Tool
+	Name string
+	// Prefix is joined with '_' before tool and prompt names; "" offers them as the
+	// guest declares them.
+	Prefix      string
+	Module      *sandbox.Module
+	Tools       []*Tool
+	Resources   []*Resource
+	Templates   []*ResourceTemplate
+	Prompts     []*Prompt
+	Completions bool // the guest completes its prompts' and templates' arguments
+}
+
+// qualify returns the name clients see for a tool or prompt the guest calls name.
+func (p *Plugin) qualify(name string) string {
+	if p.Prefix == "" {
+		return name
+	}
+	return p.Prefix + "_" + name
 }
 
 // TaskSupport says whether a tool may or must run as an MCP Task.
@@ -85,7 +106,13 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 	if err != nil {
 		return nil, fmt.Errorf("describe plugin %q: %w", s.Name, err)
 	}
-	p := &Plugin{Name: s.Name, Module: m}
+	p := &Plugin{Name: s.Name, Prefix: s.Prefix, Module: m}
+	switch {
+	case s.Unprefixed:
+		p.Prefix = ""
+	case s.Prefix == "":
+		p.Prefix = s.Name
+	}
 	if p.Tools, err = parseManifest(p, doc); err != nil {
 		return nil, fmt.Errorf("plugin %q: manifest: %w", s.Name, err)
 	}
@@ -104,6 +131,7 @@ func parseManifest(p *Plugin, doc []byte) ([]*Tool, error) {
 		return nil, errors.New("not valid UTF-8")
 	}
 	var m struct {
+		features
 		Tools []struct {
 			Name         string          `json:"name"`
 			Title        string          `json:"title"`
@@ -126,7 +154,7 @@ func parseManifest(p *Plugin, doc []byte) ([]*Tool, error) {
 	var errs []error
 	for i, decl := range m.Tools {
 		t := &Tool{
-			Name: p.Name + "_" + decl.Name, GuestName: decl.Name, Plugin: p,
+			Name: p.qualify(decl.Name), GuestName: decl.Name, Plugin: p,
 			Title: decl.Title, Description: decl.Description,
 			InputSchema: decl.InputSchema, OutputSchema: decl.OutputSchema, Annotations: decl.Annotations,
 			TaskSupport: TaskForbidden,
@@ -140,6 +168,9 @@ func parseManifest(p *Plugin, doc []byte) ([]*Tool, error) {
 		}
 		tools = append(tools, t)
 	}
+	if err := parseFeatures(p, m.features); err != nil {
+		errs = append(errs, err)
+	}
 	return tools, errors.Join(errs...)
 }
 
@@ -151,7 +182,7 @@ func (t *Tool) prepare(seen map[string]bool) error {
 	case seen[t.GuestName]:
 		return errors.New("declared twice")
 	case len(t.Name) > MaxToolNameLen:
-		return fmt.Errorf("full name %q is longer than %d characters; give the plugin a shorter name", t.Name, MaxToolNameLen)
+		return fmt.Errorf("full name %q is longer than %d characters; give the plugin a shorter name or prefix", t.Name, MaxToolNameLen)
 	case !utf8.ValidString(t.Title) || !utf8.ValidString(t.Description):
 		return errors.New("title and description must be UTF-8")
 	}

@@ -220,12 +220,16 @@ func pluginSpec(pc config.Plugin) plugins.Spec {
 	for i, d := range pc.Dirs {
 		dirs[i] = sandbox.Dir{Host: d.Host, Guest: d.Guest, Writable: d.Writable}
 	}
-	return plugins.Spec{
+	s := plugins.Spec{
 		Name: pc.Name, Path: pc.Path, SHA256: pc.SHA256,
 		Limits: sandbox.Limits{MemoryMiB: pc.MemoryMiB, Timeout: pc.Timeout.Duration,
 			MaxInputBytes: pc.MaxInputBytes, MaxOutputBytes: pc.MaxOutputBytes},
 		Grants: sandbox.Grants{Env: env, Dirs: dirs},
 	}
+	if pc.Prefix != nil {
+		s.Prefix, s.Unprefixed = *pc.Prefix, *pc.Prefix == ""
+	}
+	return s
 }
 
 func serveHTTP(ctx context.Context, srv *host.Server, addr string, logger *slog.Logger) error {
