@@ -580,7 +580,8 @@ func (c *Config) finish(name, dir string) []error {
 		case !validPluginName(p.Name):
 			fail(where, "name %q must be 1-%d characters of a-z, 0-9 and '-', starting with a letter", p.Name, maxPluginName)
 		}
-		if j, dup := firstByName[p.Name]; dup {
+		j, nameDup := firstByName[p.Name]
+		if nameDup {
 			fail(where, "name %q is already used by plugins[%d]", p.Name, j)
 		} else if p.Name != "" {
 			firstByName[p.Name] = i
@@ -593,7 +594,8 @@ func (c *Config) finish(name, dir string) []error {
 				fail(where, "prefix %q must be \"\" or 1-%d characters of a-z, 0-9 and '-', starting with a letter", prefix, maxPluginName)
 			}
 		}
-		if j, dup := firstByPrefix[prefix]; dup && prefix != "" {
+		// A prefix defaulted from a duplicate name is already reported as the name.
+		if j, dup := firstByPrefix[prefix]; dup && prefix != "" && (p.Prefix != nil || !nameDup) {
 			fail(where, "prefix %q is already used by plugins[%d]; tool names would collide", prefix, j)
 		} else if prefix != "" {
 			firstByPrefix[prefix] = i

@@ -243,6 +243,21 @@ func TestParseValidation(t *testing.T) {
 				"[[plugins.dirs]]", `host = "."`, `guest = "/data"`),
 			[]string{where + `dirs[2]: guest "/data" is already used by dirs[0]`},
 		},
+		{"prefix empty", plugin("toolbox", `prefix = ""`), nil},
+		{"prefix other", plugin("toolbox", `prefix = "kit"`) + plugin("other"), nil},
+		{"prefix invalid", plugin("toolbox", `prefix = "Kit_"`), []string{where + `prefix "Kit_" must be "" or 1-32 characters of a-z, 0-9 and '-', starting with a letter`}},
+		{"prefix too long", plugin("toolbox", `prefix = "`+strings.Repeat("k", 33)+`"`), []string{where + `prefix "` + strings.Repeat("k", 33) + `" must be "" or 1-32 characters of a-z, 0-9 and '-', starting with a letter`}},
+		{"prefix not a string", plugin("toolbox", `prefix = 5`), []string{`config.toml:5: plugins[0]: key "plugins.prefix": incompatible types: TOML value has type int64; destination has type string`}},
+		{
+			"prefix taken by another plugin's name",
+			plugin("other") + plugin("toolbox", `prefix = "other"`),
+			[]string{`config.toml: plugins[1] ("toolbox"): prefix "other" is already used by plugins[0]; tool names would collide`},
+		},
+		{
+			"two unprefixed plugins are checked when they load",
+			plugin("other", `prefix = ""`) + plugin("toolbox", `prefix = ""`),
+			nil,
+		},
 		{
 			"same guest path in two plugins is fine",
 			plugin("a", "[[plugins.dirs]]", `host = "data"`, `guest = "/data"`) + plugin("b", "[[plugins.dirs]]", `host = "data"`, `guest = "/data"`),

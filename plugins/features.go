@@ -90,7 +90,10 @@ type features struct {
 	Completions       *bool           `json:"completions"`
 }
 
-var argNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var (
+	argNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	schemeRE  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`) // RFC 3986 scheme
+)
 
 // parseFeatures validates the resources, resource templates, prompts and completion
 // flag of a manifest and sets them on p.
@@ -230,7 +233,7 @@ func (t *ResourceTemplate) prepare() error {
 	if err != nil {
 		return fmt.Errorf("uriTemplate: %v", err)
 	}
-	if u, err := url.Parse(s); err != nil || u.Scheme == "" {
+	if !schemeRE.MatchString(s) {
 		return errors.New("uriTemplate must start with a scheme such as file: or test:")
 	}
 	if len(tmpl.Varnames()) == 0 {

@@ -208,6 +208,7 @@ func checkContent(raw json.RawMessage) error {
 		Title       string            `json:"title"`
 		Description string            `json:"description"`
 		Size        *int64            `json:"size"`
+		Icons       json.RawMessage   `json:"icons"`
 		Annotations json.RawMessage   `json:"annotations"`
 		Meta        json.RawMessage   `json:"_meta"`
 	}
