@@ -52,7 +52,8 @@ func (b *bridge) closeStreamRequest(params []byte) ([]byte, error) {
 	if p.RetryMs < 0 || time.Duration(p.RetryMs)*time.Millisecond > maxRetry {
 		return nil, fmt.Errorf("close_stream: retryMs %d is not between 0 and %d", p.RetryMs, maxRetry.Milliseconds())
 	}
-	if b.closeStream == nil || b.task != nil {
+	// Before 2025-11-25 a closed stream cannot be resumed: the result would be lost.
+	if b.closeStream == nil || b.task != nil || versionOf(b.session) < "2025-11-25" {
 		return nil, sandbox.ErrUnavailable
 	}
 	b.closeStream(mcp.CloseSSEStreamArgs{RetryAfter: time.Duration(p.RetryMs) * time.Millisecond})
@@ -85,14 +86,20 @@ func (s *Server) negotiated(id string) string {
 		if ss.ID() != id {
 			continue
 		}
-		init := ss.InitializeParams()
-		if init == nil {
-			return ""
-		}
-		if slices.Contains(ProtocolVersions, init.ProtocolVersion) {
-			return init.ProtocolVersion
-		}
-		return ProtocolVersions[0]
+		return versionOf(ss)
 	}
 	return ""
+}
+
+// versionOf returns the protocol version a session negotiated: the client's if the
+// server offers it, else the server's newest; "" before initialize.
+func versionOf(ss *mcp.ServerSession) string {
+	init := ss.InitializeParams()
+	if init == nil {
+		return ""
+	}
+	if slices.Contains(ProtocolVersions, init.ProtocolVersion) {
+		return init.ProtocolVersion
+	}
+	return ProtocolVersions[0]
 }
