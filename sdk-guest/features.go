@@ -357,32 +357,47 @@ func readResource(c *Call, uri string) ([]ResourceContents, error) {
 			return e.read(c, uri, nil)
 		}
 	}
-	for _, e := range templates {
-		if vars, ok := matchTemplate(e.decl.URITemplate, uri); ok {
-			return e.read(c, uri, vars)
+	// Templates of simple expressions first: they match exactly. The host matched the
+	// URI against every template in full, so one with operators is taken by its
+	// literal prefix.
+	for _, simple := range []bool{true, false} {
+		for _, e := range templates {
+			if simpleTemplate(e.decl.URITemplate) != simple {
+				continue
+			}
+			if vars, ok := matchTemplate(e.decl.URITemplate, uri); ok {
+				return e.read(c, uri, vars)
+			}
 		}
 	}
 	return nil, fmt.Errorf("resource %q not found", uri)
 }
 
-// matchTemplate matches uri against a template of literal text and simple {name}
-// expressions, each standing for one or more characters other than '/'. For
-// templates with other operators it reports a match with nil vars: the host has
-// already checked that the URI matches.
-func matchTemplate(tmpl, uri string) (map[string]string, bool) {
+// simpleTemplate reports whether every expression of tmpl is a plain {name}.
+func simpleTemplate(tmpl string) bool {
 	for rest := tmpl; ; {
 		i := strings.Index(rest, "{")
 		if i < 0 {
-			break
+			return true
 		}
 		j := strings.Index(rest[i:], "}")
 		if j < 0 {
-			return nil, false
+			return false
 		}
 		if expr := rest[i+1 : i+j]; expr == "" || strings.ContainsAny(expr, "+#./;?&=,!@|*:") {
-			return nil, true
+			return false
 		}
 		rest = rest[i+j+1:]
+	}
+}
+
+// matchTemplate matches uri against a template of literal text and simple {name}
+// expressions, each standing for one or more characters other than '/'. For a
+// template with other operators it compares only the literal text before the first
+// expression and reports no vars.
+func matchTemplate(tmpl, uri string) (map[string]string, bool) {
+	if !simpleTemplate(tmpl) {
+		return nil, strings.HasPrefix(uri, tmpl[:strings.Index(tmpl, "{")])
 	}
 	vars := map[string]string{}
 	for tmpl != "" {
