@@ -43,7 +43,7 @@ testdata/wasm/truncated.wasm: testdata/wasm/loop.wasm
 check-wasm:
 	rm -f $(ALL_WASM)
 	$(MAKE) plugins
-	git diff --exit-code --stat -- '*.wasm' config.toml
+	git diff --exit-code --stat -- '*.wasm' config.toml conformance/config.toml
 	@test -z "$$(git status --porcelain -- '*.wasm')" || { git status --porcelain -- '*.wasm'; exit 1; }
 
 interop-deps:

@@ -31,9 +31,9 @@ url="http://127.0.0.1:$port/mcp"
 "$work/mcp-wasmhost" --config "$here/config.toml" --http "127.0.0.1:$port" --log-level warn 2>"$work/server.log" &
 server_pid=$!
 
-# Ready when /mcp answers (405 or 400 without a session is fine); the plugin compiles first.
+# Ready when the port accepts connections: the server listens once its plugin loaded.
 for _ in $(seq 1 600); do
-	if curl -s -o /dev/null "$url"; then break; fi
+	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
 	if ! kill -0 "$server_pid" 2>/dev/null; then cat "$work/server.log" >&2; echo "run.sh: the server exited" >&2; exit 1; fi
 	sleep 0.1
 done

@@ -144,10 +144,24 @@ func tuneGC(s config.Server) {
 }
 
 // report prints the tools a check found and fails if any plugin was refused.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
 func report(w io.Writer, c *plugins.Catalog, refused []error) error {
 	for _, t := range c.Tools() {
 		desc, _, _ := strings.Cut(t.Description, "\n")
 		fmt.Fprintf(w, "%-32s %-9s %s\n", t.Name, t.TaskSupport, desc)
+	}
+	for _, p := range c.Prompts() {
+		fmt.Fprintf(w, "%-32s %-9s %s\n", p.Name, "prompt", firstLine(p.Description))
+	}
+	for _, r := range c.Resources() {
+		fmt.Fprintf(w, "%-32s %-9s %s\n", r.URI, "resource", firstLine(r.Description))
+	}
+	for _, t := range c.Templates() {
+		fmt.Fprintf(w, "%-32s %-9s %s\n", t.URITemplate, "template", firstLine(t.Description))
 	}
 	if len(refused) > 0 {
 		return fmt.Errorf("%d plugin(s) refused: %w", len(refused), errors.Join(refused...))
