@@ -91,6 +91,13 @@ type Server struct {
 	// GCPercent says. 0 means no limit. A GOMEMLIMIT environment variable
 	// overrides it.
 	MemoryLimitMiB int `toml:"memory_limit_mib"`
+	// ResumableStreams makes Streamable HTTP resumable (MCP 2025-11-25): what the
+	// server sends is kept for replay after Last-Event-ID, every SSE response opens
+	// with a priming event id, and plugins may close a call's stream early
+	// (close_stream). false means off: TypeScript SDK 1.x clients take an error
+	// response on a resumable stream for a lost stream and reconnect, failing with
+	// 409 Conflict (typescript-sdk pull request #2638 fixes it).
+	ResumableStreams bool `toml:"resumable_streams"`
 }
 
 // CompilationCacheDir reports where compiled modules are cached on disk, and

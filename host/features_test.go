@@ -37,6 +37,11 @@ var features struct {
 
 func newFeatureServer(t *testing.T) *featureServer {
 	t.Helper()
+	return newFeatureServerWith(t, host.Options{ResumableStreams: true})
+}
+
+func newFeatureServerWith(t *testing.T, opts host.Options) *featureServer {
+	t.Helper()
 	features.once.Do(func() {
 		ctx := context.Background()
 		e, err := sandbox.NewEngine(ctx, sandbox.Options{CacheDir: testenv.CacheDir()})
@@ -60,7 +65,7 @@ func newFeatureServer(t *testing.T) *featureServer {
 	if features.err != nil {
 		t.Fatal(features.err)
 	}
-	srv, err := host.New(features.catalog, host.Options{})
+	srv, err := host.New(features.catalog, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,14 +329,11 @@ func readEvents(r io.Reader) []sseEvent {
 	return out
 }
 
-// A tool that closes its stream (close_stream) still gets its result to the client:
-// the first SSE event primes an id, the closing one carries a retry hint, and a GET
-// with Last-Event-ID replays the result. An older MCP-Protocol-Version header on the
-// session's request does not turn that off.
-func TestCloseStreamAndResume(t *testing.T) {
-	f := newFeatureServer(t)
-	post := func(session, version, body string) *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, f.url, strings.NewReader(body))
+// rawHTTP returns a POST helper and a function that opens an initialized session of
+// a protocol version, for tests that read the SSE events themselves.
+func rawHTTP(t *testing.T, url string) (post func(session, version, body string) *http.Response, open func(version string) string) {
+	post = func(session, version, body string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		if session != "" {
@@ -346,7 +348,7 @@ func TestCloseStreamAndResume(t *testing.T) {
 		}
 		return resp
 	}
-	open := func(version string) string {
+	open = func(version string) string {
 		resp := post("", "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 		session := resp.Header.Get("Mcp-Session-Id")
 		io.Copy(io.Discard, resp.Body)
@@ -354,6 +356,35 @@ func TestCloseStreamAndResume(t *testing.T) {
 		post(session, version, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
 		return session
 	}
+	return post, open
+}
+
+// By default streams are not resumable: no priming event, and a guest's
+// close_stream is unavailable, so the result comes on the POST stream.
+func TestStreamsNotResumableByDefault(t *testing.T) {
+	f := newFeatureServerWith(t, host.Options{})
+	post, open := rawHTTP(t, f.url)
+	session := open("2025-11-25")
+	resp := post(session, "2025-11-25", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_reconnection","arguments":{}}}`)
+	events := readEvents(resp.Body)
+	resp.Body.Close()
+	for _, e := range events {
+		if e.id != "" || e.retry != "" {
+			t.Errorf("event %+v has an id or retry hint on a server without resumable streams", e)
+		}
+	}
+	if len(events) == 0 || !strings.Contains(events[len(events)-1].data, "Reconnection test completed successfully") {
+		t.Errorf("events %+v, want the result on the POST stream", events)
+	}
+}
+
+// A tool that closes its stream (close_stream) still gets its result to the client:
+// the first SSE event primes an id, the closing one carries a retry hint, and a GET
+// with Last-Event-ID replays the result. An older MCP-Protocol-Version header on the
+// session's request does not turn that off.
+func TestCloseStreamAndResume(t *testing.T) {
+	f := newFeatureServer(t)
+	post, open := rawHTTP(t, f.url)
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_reconnection","arguments":{}}}`
 
 	// Before 2025-11-25 a stream cannot be resumed, so it is never closed early.

@@ -29,14 +29,20 @@ type Options struct {
 	Version string        // serverInfo.version; "" means "dev"
 	Logger  *slog.Logger  // nil discards logs
 	Tasks   tasks.Options // the task manager's settings; its OnChange is the server's
+	// ResumableStreams keeps what Streamable HTTP sends for replay after
+	// Last-Event-ID, opens every SSE response with a priming event id, and lets
+	// guests close a call's stream early (close_stream). false means off (see
+	// config.Server.ResumableStreams for why that is the default).
+	ResumableStreams bool
 }
 
 // Server serves a catalog of plugin tools over MCP.
 type Server struct {
-	mcp     *mcp.Server
-	catalog *plugins.Catalog
-	tasks   *tasks.Manager
-	logger  *slog.Logger
+	mcp       *mcp.Server
+	catalog   *plugins.Catalog
+	resumable bool // Options.ResumableStreams
+	tasks     *tasks.Manager
+	logger    *slog.Logger
 
 	mu      sync.Mutex
 	streams map[*liftConn]bool // open stream connections, for notifications
@@ -53,7 +59,7 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}}
+	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}, resumable: opts.ResumableStreams}
 	topts := opts.Tasks
 	topts.Logger = opts.Logger
 	topts.OnChange = s.taskChanged
@@ -151,9 +157,11 @@ func (s *Server) taskChanged(t tasks.Task) {
 // with a non-loopback Host header are refused (DNS-rebinding protection), and so are
 // cross-origin browser requests.
 func (s *Server) HTTPHandler() http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{Logger: slog.New(minLevel{s.logger.Handler(), slog.LevelWarn}),
-			EventStore: newEventStore()})
+	hopts := &mcp.StreamableHTTPOptions{Logger: slog.New(minLevel{s.logger.Handler(), slog.LevelWarn})}
+	if s.resumable {
+		hopts.EventStore = newEventStore()
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, hopts)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(s.sessionVersion(liftHTTP(h))))
 	return mux

@@ -41,7 +41,7 @@ func closeStreamOf(req *mcp.CallToolRequest) func(mcp.CloseSSEStreamArgs) {
 // closeStreamRequest serves a guest's close_stream request: the call's SSE response
 // stream is closed with a retry hint, the call goes on, and what it sends afterwards
 // is kept for the client's reconnection (SEP-1699 polling). Unavailable outside a
-// direct tools/call over Streamable HTTP.
+// direct tools/call over resumable Streamable HTTP (Options.ResumableStreams).
 func (b *bridge) closeStreamRequest(params []byte) ([]byte, error) {
 	var p struct {
 		RetryMs int64 `json:"retryMs"`
@@ -53,7 +53,7 @@ func (b *bridge) closeStreamRequest(params []byte) ([]byte, error) {
 		return nil, fmt.Errorf("close_stream: retryMs %d is not between 0 and %d", p.RetryMs, maxRetry.Milliseconds())
 	}
 	// Before 2025-11-25 a closed stream cannot be resumed: the result would be lost.
-	if b.closeStream == nil || b.task != nil || versionOf(b.session) < "2025-11-25" {
+	if b.closeStream == nil || b.task != nil || b.srv == nil || !b.srv.resumable || versionOf(b.session) < "2025-11-25" {
 		return nil, sandbox.ErrUnavailable
 	}
 	b.closeStream(mcp.CloseSSEStreamArgs{RetryAfter: time.Duration(p.RetryMs) * time.Millisecond})
@@ -61,13 +61,16 @@ func (b *bridge) closeStreamRequest(params []byte) ([]byte, error) {
 }
 
 // sessionVersion makes the protocol version a session negotiated govern its
-// requests. A client may send an older MCP-Protocol-Version header on a request of a
+// requests on a resumable server. A client may send an older MCP-Protocol-Version header on a request of a
 // session that negotiated a newer one (the conformance suite's SSE scenarios send
 // 2025-03-26 on a 2025-11-25 session); the SDK would then leave out what that
 // session's version promises (priming events, retry hints). The header is replaced
 // by the negotiated version; a version the server does not support is left for the
 // SDK to refuse.
 func (s *Server) sessionVersion(next http.Handler) http.Handler {
+	if !s.resumable {
+		return next
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := r.Header.Get("Mcp-Protocol-Version")
 		id := r.Header.Get("Mcp-Session-Id")

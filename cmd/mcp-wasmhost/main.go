@@ -111,6 +111,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 	defer store.Close()
 	srv, err := host.New(catalog, host.Options{Name: cfg.Server.Name, Version: version(), Logger: logger,
+		ResumableStreams: cfg.Server.ResumableStreams,
 		Tasks: tasks.Options{
 			Store:          store,
 			DefaultTTL:     cfg.Tasks.DefaultTTL.Duration,
