@@ -153,3 +153,36 @@ func TestMalformedFeatureResults(t *testing.T) {
 		}
 	}
 }
+
+// The C guest serves the same features through sdk-guest/c/mcpwh.h.
+func TestCGuestFeatures(t *testing.T) {
+	ctx := context.Background()
+	e := testenv.Engine(t)
+	p := testenv.Load(t, e, testenv.Spec(t, "library", "testdata/wasm/library.wasm"))
+	c, err := plugins.NewCatalog([]*plugins.Plugin{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for uri, want := range map[string]string{
+		"lib://readme":           `{"contents":[{"uri":"lib://readme","mimeType":"text/plain","text":"Welcome to the library."}]}`,
+		`lib://books/"quoted"%20`: `{"contents":[{"uri":"lib://books/\"quoted\"%20","mimeType":"text/plain","text":"Book \"quoted\"%20"}]}`,
+	} {
+		if out, err := p.Read(ctx, uri, &host{}); err != nil || string(out) != want {
+			t.Errorf("Read(%q) = %s, %v; want %s", uri, out, err, want)
+		}
+	}
+	pr, _ := c.Prompt("library_summarize")
+	if out, err := pr.Get(ctx, map[string]string{"topic": "tea \"leaves\""}, &host{}); err != nil ||
+		string(out) != `{"messages":[{"role":"user","content":{"type":"text","text":"tea \"leaves\""}}]}` {
+		t.Errorf("Get(summarize) = %s, %v", out, err)
+	}
+	if out, err := p.Complete(ctx, plugins.CompleteRequest{Prompt: pr, Argument: "topic", Value: "b"}, &host{}); err != nil ||
+		string(out) != `{"completion":{"values":["birds","boats","bread"]}}` {
+		t.Errorf("Complete(topic, b) = %s, %v", out, err)
+	}
+	tool, _ := c.Lookup("library_touch")
+	h := &host{}
+	if out, err := tool.Call(ctx, json.RawMessage(`{"id":"7"}`), h); err != nil || !reflect.DeepEqual(h.updated, []string{"lib://books/7"}) {
+		t.Errorf("touch = %s, %v; updated %q", out, err, h.updated)
+	}
+}
