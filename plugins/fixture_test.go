@@ -164,7 +164,7 @@ func TestCGuestFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	for uri, want := range map[string]string{
-		"lib://readme":           `{"contents":[{"uri":"lib://readme","mimeType":"text/plain","text":"Welcome to the library."}]}`,
+		"lib://readme":            `{"contents":[{"uri":"lib://readme","mimeType":"text/plain","text":"Welcome to the library."}]}`,
 		`lib://books/"quoted"%20`: `{"contents":[{"uri":"lib://books/\"quoted\"%20","mimeType":"text/plain","text":"Book \"quoted\"%20"}]}`,
 	} {
 		if out, err := p.Read(ctx, uri, &host{}); err != nil || string(out) != want {
