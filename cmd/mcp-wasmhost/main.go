@@ -176,13 +176,29 @@ func report(w io.Writer, c *plugins.Catalog, refused []error) error {
 func loadPlugins(ctx context.Context, e *sandbox.Engine, cfg *config.Config, logger *slog.Logger) (*plugins.Catalog, []error, error) {
 	loaded := make([]*plugins.Plugin, len(cfg.Plugins))
 	errs := make([]error, len(cfg.Plugins))
-	var wg sync.WaitGroup
+	// Plugins load in parallel, except those pinned to the same file, which load one
+	// after another: wazero v1.12.0 publishes a module read from its on-disk cache
+	// before finishing it, so a second Runtime loading the same module at that moment
+	// can crash (index out of range in NewFunction; seen 1 in 40 starts of a config
+	// with one .wasm under two prefixes).
+	byDigest := map[string][]int{}
+	var digests []string
 	for i, pc := range cfg.Plugins {
+		if _, seen := byDigest[pc.SHA256]; !seen {
+			digests = append(digests, pc.SHA256)
+		}
+		byDigest[pc.SHA256] = append(byDigest[pc.SHA256], i)
+	}
+	var wg sync.WaitGroup
+	for _, d := range digests {
 		wg.Go(func() {
-			start := time.Now()
-			loaded[i], errs[i] = plugins.Load(ctx, e, pluginSpec(pc))
-			if errs[i] == nil {
-				logger.Info("plugin loaded", "plugin", pc.Name, "tools", len(loaded[i].Tools), "took", time.Since(start).Round(time.Millisecond))
+			for _, i := range byDigest[d] {
+				pc := cfg.Plugins[i]
+				start := time.Now()
+				loaded[i], errs[i] = plugins.Load(ctx, e, pluginSpec(pc))
+				if errs[i] == nil {
+					logger.Info("plugin loaded", "plugin", pc.Name, "tools", len(loaded[i].Tools), "took", time.Since(start).Round(time.Millisecond))
+				}
 			}
 		})
 	}
