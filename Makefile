@@ -7,24 +7,27 @@ GO_WASM   = GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldfl
 # costs half the memory and time to create.
 C_WASM    = clang-14 --target=wasm32-wasi --sysroot=/usr -O2 -Wall -Wextra -mexec-model=reactor -Wl,--strip-all -Wl,-z,stack-size=32768 -Isdk-guest/c
 
-GO_PLUGINS = plugins/toolbox/toolbox.wasm conformance/taskfix/taskfix.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm testdata/wasm/escape.wasm
-C_PLUGINS  = plugins/textkit/textkit.wasm testdata/wasm/asker.wasm
+GO_PLUGINS = plugins/toolbox/toolbox.wasm conformance/fixture/fixture.wasm conformance/taskfix/taskfix.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm testdata/wasm/escape.wasm
+C_PLUGINS  = plugins/textkit/textkit.wasm testdata/wasm/asker.wasm testdata/wasm/library.wasm
 WAT        = $(patsubst testdata/wat/%.wat,testdata/wasm/%.wasm,$(wildcard testdata/wat/*.wat))
 ALL_WASM   = $(GO_PLUGINS) $(C_PLUGINS) $(WAT) testdata/wasm/truncated.wasm
 
-.PHONY: plugins pins test check-wasm interop-deps FORCE
+.PHONY: plugins pins test check-wasm interop-deps conformance-deps conformance FORCE
 
 # plugins rebuilds every .wasm in the repository from its source and re-pins the
 # bundled ones in config.toml.
 plugins: $(ALL_WASM) pins
 
-# pins rewrites the sha256 pins of config.toml to the files built here.
+# pins rewrites the sha256 pins of config.toml and conformance/config.toml to the
+# files built here.
 pins: $(GO_PLUGINS) $(C_PLUGINS)
 	scripts/pin.sh config.toml
 	scripts/pin.sh conformance/config.toml
 
 plugins/toolbox/toolbox.wasm: FORCE
 	$(GO_WASM) -o $@ ./plugins/toolbox
+conformance/fixture/fixture.wasm: FORCE
+	$(GO_WASM) -o $@ ./conformance/fixture
 conformance/taskfix/taskfix.wasm: FORCE
 	$(GO_WASM) -o $@ ./conformance/taskfix
 testdata/wasm/%.wasm: testdata/guests/%/main.go FORCE
@@ -33,6 +36,8 @@ plugins/textkit/textkit.wasm: plugins/textkit/textkit.c sdk-guest/c/mcpwh.h Make
 	$(C_WASM) -o $@ plugins/textkit/textkit.c
 testdata/wasm/asker.wasm: testdata/c/asker.c sdk-guest/c/mcpwh.h Makefile
 	$(C_WASM) -o $@ testdata/c/asker.c
+testdata/wasm/library.wasm: testdata/c/library.c sdk-guest/c/mcpwh.h Makefile
+	$(C_WASM) -o $@ testdata/c/library.c
 testdata/wasm/%.wasm: testdata/wat/%.wat
 	wat2wasm $< -o $@
 testdata/wasm/truncated.wasm: testdata/wasm/loop.wasm
@@ -42,16 +47,27 @@ testdata/wasm/truncated.wasm: testdata/wasm/loop.wasm
 check-wasm:
 	rm -f $(ALL_WASM)
 	$(MAKE) plugins
-	git diff --exit-code --stat -- '*.wasm' config.toml
+	git diff --exit-code --stat -- '*.wasm' config.toml conformance/config.toml
 	@test -z "$$(git status --porcelain -- '*.wasm')" || { git status --porcelain -- '*.wasm'; exit 1; }
 
 interop-deps:
 	cd interop && npm ci --no-audit --no-fund
 	cd conformance/alpha && npm ci --no-audit --no-fund
 
-# test runs every test: Go (with the race detector), the third-party clients in
-# interop/, and the task scenarios of the draft conformance suite on both wires.
-test: interop-deps
+conformance-deps:
+	cd conformance && npm ci --no-audit --no-fund
+
+# conformance runs the official MCP conformance suite against the real binary over
+# HTTP: every server scenario of @modelcontextprotocol/conformance 0.1.16, then the
+# task scenarios (tasks-*) of the draft 0.2.0-alpha.12 on both wires.
+conformance: conformance-deps interop-deps
+	conformance/run.sh
+	conformance/alpha/run.sh
+
+# test runs every test: Go (with the race detector), the third-party client interop
+# tests and the official conformance suites.
+test: interop-deps conformance-deps
 	go test -race -count=1 ./...
 	cd interop && node --test --test-concurrency=1
+	conformance/run.sh
 	conformance/alpha/run.sh

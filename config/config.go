@@ -51,7 +51,6 @@ const (
 	DefaultMaxStoreMiB    = 1024
 
 	maxPluginName = 32
-	maxToolPrefix = 32
 )
 
 // Config is the whole of config.toml.
@@ -92,6 +91,13 @@ type Server struct {
 	// GCPercent says. 0 means no limit. A GOMEMLIMIT environment variable
 	// overrides it.
 	MemoryLimitMiB int `toml:"memory_limit_mib"`
+	// ResumableStreams makes Streamable HTTP resumable (MCP 2025-11-25): what the
+	// server sends is kept for replay after Last-Event-ID, every SSE response opens
+	// with a priming event id, and plugins may close a call's stream early
+	// (close_stream). false means off: TypeScript SDK 1.x clients take an error
+	// response on a resumable stream for a lost stream and reconnect, failing with
+	// 409 Conflict (typescript-sdk pull request #2638 fixes it).
+	ResumableStreams bool `toml:"resumable_streams"`
 }
 
 // CompilationCacheDir reports where compiled modules are cached on disk, and
@@ -174,6 +180,13 @@ type Plugin struct {
 	// of a-z, 0-9 and '-', starting with a letter, unique in the file.
 	// Required.
 	Name string `toml:"name"`
+	// Prefix is put before the plugin's tool and prompt names, joined with '_'
+	// (prefix "kit" offers the guest's tool "sha256" as "kit_sha256"): 1 to 32
+	// characters like Name, unique among the prefixes in the file. "" offers the
+	// names exactly as the guest declares them, for clients or test suites that
+	// expect fixed names; a name offered by two plugins is then refused when the
+	// plugins load. Nil means Name.
+	Prefix *string `toml:"prefix"`
 	// Path is the .wasm file, relative to the config file's directory.
 	// Load and Parse return it absolute. Required. Its existence and hash are
 	// checked when the plugin is loaded, not here.
@@ -210,10 +223,6 @@ type Plugin struct {
 	// supervised worker process that is killed if a call does not stop: only
 	// there can a hostile guest never stall the server.
 	Trusted bool `toml:"trusted"`
-	// ToolPrefix is put before each of the plugin's tool names: 0-32 characters of
-	// A-Z, a-z, 0-9, '_' and '-'. "" offers the guest's names as they are (a name
-	// offered by two plugins refuses the start). Nil means Name + "_".
-	ToolPrefix *string `toml:"tool_prefix"`
 }
 
 // Dir holds one [[plugins.dirs]] table: a host directory mounted in the guest.
@@ -570,6 +579,7 @@ func (c *Config) finish(name, dir string) []error {
 	defaultInt("max_store_mib", &tk.MaxStoreMiB, DefaultMaxStoreMiB, 1, 1<<20)
 
 	firstByName := make(map[string]int)
+	firstByPrefix := make(map[string]int)
 	for i := range c.Plugins {
 		p := &c.Plugins[i]
 		where := fmt.Sprintf("plugins[%d]", i)
@@ -582,14 +592,25 @@ func (c *Config) finish(name, dir string) []error {
 		case !validPluginName(p.Name):
 			fail(where, "name %q must be 1-%d characters of a-z, 0-9 and '-', starting with a letter", p.Name, maxPluginName)
 		}
-		if j, dup := firstByName[p.Name]; dup {
+		j, nameDup := firstByName[p.Name]
+		if nameDup {
 			fail(where, "name %q is already used by plugins[%d]", p.Name, j)
 		} else if p.Name != "" {
 			firstByName[p.Name] = i
 		}
 
-		if p.ToolPrefix != nil && !validToolPrefix(*p.ToolPrefix) {
-			fail(where, "tool_prefix %q must be 0-%d characters of A-Z, a-z, 0-9, '_' and '-'", *p.ToolPrefix, maxToolPrefix)
+		prefix := p.Name
+		if p.Prefix != nil {
+			prefix = *p.Prefix
+			if prefix != "" && !validPluginName(prefix) {
+				fail(where, "prefix %q must be \"\" or 1-%d characters of a-z, 0-9 and '-', starting with a letter", prefix, maxPluginName)
+			}
+		}
+		// A prefix defaulted from a duplicate name is already reported as the name.
+		if j, dup := firstByPrefix[prefix]; dup && prefix != "" && (p.Prefix != nil || !nameDup) {
+			fail(where, "prefix %q is already used by plugins[%d]; tool names would collide", prefix, j)
+		} else if prefix != "" {
+			firstByPrefix[prefix] = i
 		}
 
 		if p.Path == "" {
@@ -1025,17 +1046,4 @@ func unquoteBasic(raw string) string {
 		}
 	}
 	return b.String()
-}
-
-// validToolPrefix reports whether s may be put before tool names.
-func validToolPrefix(s string) bool {
-	if len(s) > maxToolPrefix {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }

@@ -27,7 +27,10 @@ import (
 //   - otherwise straight to the client, as a request on the session.
 type bridge struct {
 	session       *mcp.ServerSession
-	tool          *plugins.Tool
+	tool          *plugins.Tool                // the tool called, or nil for a resource read, prompt or completion
+	plugin        *plugins.Plugin              // with a nil tool: the plugin that serves the request
+	label         string                       // with a nil tool: what the request is, for logs
+	closeStream   func(mcp.CloseSSEStreamArgs) // nil where the call has no resumable HTTP stream
 	logger        *slog.Logger
 	progressToken any
 	caps          *mcp.ClientCapabilities // the client's, for this request
@@ -98,6 +101,22 @@ func (b *bridge) currentTask() *tasks.Handle {
 
 var _ sandbox.Host = (*bridge)(nil)
 
+// name is what the guest serves, for logs: the tool, or the label of the request.
+func (b *bridge) name() string {
+	if b.tool != nil {
+		return b.tool.Name
+	}
+	return b.label
+}
+
+// servedBy is the plugin the guest is.
+func (b *bridge) servedBy() *plugins.Plugin {
+	if b.tool != nil {
+		return b.tool.Plugin
+	}
+	return b.plugin
+}
+
 var mcpLevels = map[sandbox.Level]mcp.LoggingLevel{
 	sandbox.LevelDebug:   "debug",
 	sandbox.LevelInfo:    "info",
@@ -115,11 +134,11 @@ var slogLevels = map[sandbox.Level]slog.Level{
 }
 
 func (b *bridge) Log(ctx context.Context, level sandbox.Level, msg string) {
-	b.logger.Log(ctx, slogLevels[level], "guest log", "tool", b.tool.Name, "msg", msg)
+	b.logger.Log(ctx, slogLevels[level], "guest log", "tool", b.name(), "msg", msg)
 	// The session drops messages below the level the client set with logging/setLevel.
-	err := b.session.Log(ctx, &mcp.LoggingMessageParams{Level: mcpLevels[level], Logger: b.tool.Name, Data: msg})
+	err := b.session.Log(ctx, &mcp.LoggingMessageParams{Level: mcpLevels[level], Logger: b.name(), Data: msg})
 	if err != nil {
-		b.logger.DebugContext(ctx, "log notification not delivered", "tool", b.tool.Name, "err", err)
+		b.logger.DebugContext(ctx, "log notification not delivered", "tool", b.name(), "err", err)
 	}
 }
 
@@ -140,7 +159,7 @@ func (b *bridge) Progress(ctx context.Context, progress, total float64, msg stri
 		p.Total = total
 	}
 	if err := b.session.NotifyProgress(ctx, p); err != nil {
-		b.logger.DebugContext(ctx, "progress notification not delivered", "tool", b.tool.Name, "err", err)
+		b.logger.DebugContext(ctx, "progress notification not delivered", "tool", b.name(), "err", err)
 	}
 }
 
@@ -154,6 +173,10 @@ func (b *bridge) Request(ctx context.Context, method string, params []byte) ([]b
 		return b.sample(ctx, params)
 	case "task":
 		return b.moveToTask()
+	case "resource_updated":
+		return b.resourceUpdated(ctx, params)
+	case "close_stream":
+		return b.closeStreamRequest(params)
 	}
 	return nil, sandbox.ErrUnsupported
 }

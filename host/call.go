@@ -25,7 +25,7 @@ type callOutcome struct {
 // "task" request); the answer is then the task.
 func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plugins.Tool, c caller, mayStartTask bool) (mcp.Result, error) {
 	b := &bridge{session: req.Session, tool: t, logger: s.logger, progressToken: req.Params.GetProgressToken(),
-		caps: c.caps, owner: c.owner, srv: s}
+		caps: c.caps, owner: c.owner, srv: s, closeStream: closeStreamOf(req)}
 	// The run outlives the request only if it becomes a task; until then the
 	// request's end ends it (below).
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))

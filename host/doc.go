@@ -1,5 +1,6 @@
-// Package host is the MCP server: it offers the tools of a [plugins.Catalog] over stdio
-// and Streamable HTTP, built on github.com/modelcontextprotocol/go-sdk.
+// Package host is the MCP server: it offers the tools, resources, resource templates,
+// prompts and completions of a [plugins.Catalog] over stdio and Streamable HTTP, built
+// on github.com/modelcontextprotocol/go-sdk.
 //
 // A tools/call is checked against the tool's input schema (a violation is JSON-RPC error
 // -32602, and no guest runs), then runs in a fresh sandbox instance on the request's

@@ -74,7 +74,7 @@ func sharedCatalog(t *testing.T) (*plugins.Catalog, string, string) {
 		memhog.Limits.MemoryMiB = 32
 		// The conformance fixture, under its own tool names.
 		taskfix := testenv.Spec(t, "taskfix", "conformance/taskfix/taskfix.wasm")
-		taskfix.ToolPrefix = new(string)
+		taskfix.Unprefixed = true
 		var loaded []*plugins.Plugin
 		for _, s := range []plugins.Spec{
 			testenv.Spec(t, "textkit", "plugins/textkit/textkit.wasm"), toolbox, spin, memhog,

@@ -29,15 +29,21 @@ type Options struct {
 	Version string        // serverInfo.version; "" means "dev"
 	Logger  *slog.Logger  // nil discards logs
 	Tasks   tasks.Options // the task manager's settings; its OnChange is the server's
+	// ResumableStreams keeps what Streamable HTTP sends for replay after
+	// Last-Event-ID, opens every SSE response with a priming event id, and lets
+	// guests close a call's stream early (close_stream). false means off (see
+	// config.Server.ResumableStreams for why that is the default).
+	ResumableStreams bool
 }
 
 // Server serves a catalog of plugin tools over MCP.
 type Server struct {
-	mcp     *mcp.Server
-	catalog *plugins.Catalog
-	tasks   *tasks.Manager
-	logger  *slog.Logger
-	states  *stateSigner
+	mcp       *mcp.Server
+	catalog   *plugins.Catalog
+	resumable bool // Options.ResumableStreams
+	tasks     *tasks.Manager
+	logger    *slog.Logger
+	states    *stateSigner
 
 	mu      sync.Mutex
 	streams map[*liftConn]bool // open stream connections, for notifications
@@ -54,12 +60,13 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}, states: newStateSigner()}
+	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}, states: newStateSigner(),
+		resumable: opts.ResumableStreams}
 	topts := opts.Tasks
 	topts.Logger = opts.Logger
 	topts.OnChange = s.taskChanged
 	s.tasks = tasks.NewManager(topts)
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
+	sopts := &mcp.ServerOptions{
 		Logger:                    slog.New(minLevel{opts.Logger.Handler(), slog.LevelWarn}),
 		SupportedProtocolVersions: ProtocolVersions,
 		Capabilities: &mcp.ServerCapabilities{
@@ -69,7 +76,9 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 			// when the client did not declare it (initializeResult).
 			Extensions: map[string]any{extensionID: map[string]any{}},
 		},
-	})
+	}
+	s.featureOptions(sopts)
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, sopts)
 	for _, t := range catalog.Tools() {
 		mt, err := mcpTool(t)
 		if err != nil {
@@ -77,6 +86,7 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 		}
 		s.mcp.AddTool(mt, s.toolHandler(t))
 	}
+	s.registerFeatures()
 	s.mcp.AddReceivingMiddleware(s.middleware)
 	if err := s.registerTaskMethods(); err != nil {
 		return nil, err
@@ -159,10 +169,15 @@ func (s *Server) taskChanged(t tasks.Task) {
 func (s *Server) HTTPHandler() http.Handler {
 	logger := slog.New(minLevel{s.logger.Handler(), slog.LevelWarn})
 	get := func(*http.Request) *mcp.Server { return s.mcp }
-	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: logger})
+	hopts := &mcp.StreamableHTTPOptions{Logger: logger}
+	if s.resumable {
+		hopts.EventStore = newEventStore()
+	}
+	stateful := mcp.NewStreamableHTTPHandler(get, hopts)
+	// Stateless requests have no session to resume: no event store.
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: logger, Stateless: true})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(liftHTTP(stateful, stateless)))
+	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(s.sessionVersion(liftHTTP(stateful, stateless))))
 	return mux
 }
 

@@ -115,12 +115,20 @@ func (t *Tool) checkOutput(out []byte) error {
 		return fmt.Errorf("not valid UTF-8")
 	}
 	var res struct {
-		Content           json.RawMessage `json:"content"`
-		StructuredContent json.RawMessage `json:"structuredContent"`
-		IsError           bool            `json:"isError"`
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
-		return fmt.Errorf("not a JSON object: %v", err)
+		return fmt.Errorf("not a JSON object with a content array: %v", err)
+	}
+	if res.Content == nil {
+		return fmt.Errorf("content is required")
+	}
+	for i, c := range res.Content {
+		if err := checkContent(c); err != nil {
+			return fmt.Errorf("content[%d]: %v", i, err)
+		}
 	}
 	if t.output == nil || res.IsError {
 		return nil

@@ -9,16 +9,41 @@ func FuzzParseManifest(f *testing.F) {
 		`{"tools":[{"name":"a","inputSchema":{"type":"object","properties":{"x":{"$ref":"#/$defs/y"}},"$defs":{"y":{"type":"string"}}}}]}`,
 		`{"tools":[{"name":"a","inputSchema":{"type":"object"},"outputSchema":{"type":"object"},"annotations":{},"execution":{"taskSupport":"optional"}}]}`,
 		`{"tools":null}`, `{}`, `[]`, ``,
+		`{"resources":[{"uri":"test://a","name":"a","annotations":{"priority":1}}],"resourceTemplates":[{"uriTemplate":"test://{a}/{+b}","name":"t"}],` +
+			`"prompts":[{"name":"p","arguments":[{"name":"x","required":true}]}],"completions":true}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		tools, err := parseManifest(&Plugin{Name: "p"}, doc)
+		p := &Plugin{Name: "p"}
+		tools, err := parseManifest(p, doc)
+		for _, tmpl := range p.Templates {
+			tmpl.Match("test://x/y") // a declared template always matches without panicking
+		}
 		if err == nil {
 			for _, tool := range tools {
 				if tool.input == nil {
 					t.Fatalf("tool %q accepted without a resolved input schema", tool.Name)
 				}
+			}
+		}
+	})
+}
+
+// FuzzCheckResults: a guest's answer to a method is hostile bytes; checking never
+// panics, and what passes is a JSON object.
+func FuzzCheckResults(f *testing.F) {
+	for _, s := range []string{
+		`{"contents":[{"uri":"test://a","text":"x"}]}`,
+		`{"messages":[{"role":"user","content":{"type":"image","data":"AA==","mimeType":"image/png"}}]}`,
+		`{"completion":{"values":["a"],"total":1}}`, `{}`, `null`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		for _, check := range []func([]byte) error{checkReadResult, checkPromptResult, checkCompleteResult} {
+			if check(out) == nil && !isObject(out) {
+				t.Fatalf("accepted %q, which is not a JSON object", out)
 			}
 		}
 	})

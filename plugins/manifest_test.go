@@ -6,7 +6,7 @@ import (
 )
 
 func TestParseManifest(t *testing.T) {
-	p := &Plugin{Name: "p"}
+	p := &Plugin{Name: "p", Prefix: "p"}
 	obj := `"inputSchema":{"type":"object"}`
 	tests := []struct {
 		name, doc, want string // want "" means valid
@@ -38,7 +38,7 @@ func TestParseManifest(t *testing.T) {
 		})
 	}
 	// The full name, plugin_tool, must fit in 64 characters.
-	long := &Plugin{Name: strings.Repeat("p", 32), ToolPrefix: strings.Repeat("p", 32) + "_"}
+	long := &Plugin{Name: strings.Repeat("p", 32), Prefix: strings.Repeat("p", 32)}
 	if _, err := parseManifest(long, []byte(`{"tools":[{"name":"`+strings.Repeat("t", 40)+`",`+obj+`}]}`)); err == nil || !strings.Contains(err.Error(), "longer than 64") {
 		t.Errorf("parseManifest(73-character full name) = %v, want too long", err)
 	}

@@ -23,19 +23,21 @@ const MaxToolNameLen = 64
 
 // Spec is one plugin as the operator configured it.
 type Spec struct {
-	Name   string // [a-z][a-z0-9-]*: contains no '_', which separates it from tool names
-	Path   string // the .wasm file
-	SHA256 string // the file's pinned digest, lowercase hex
-	Limits sandbox.Limits
-	Grants sandbox.Grants
+	Name string // [a-z][a-z0-9-]*: contains no '_', which separates it from tool names
+	// Prefix is put before the plugin's tool and prompt names, joined with '_'. ""
+	// means Name, unless Unprefixed is set.
+	Prefix string // [a-z][a-z0-9-]* like Name
+	// Unprefixed offers the plugin's tools and prompts under the names the guest
+	// declares, with no prefix (config: prefix = ""). false means prefixed.
+	Unprefixed bool
+	Path       string // the .wasm file
+	SHA256     string // the file's pinned digest, lowercase hex
+	Limits     sandbox.Limits
+	Grants     sandbox.Grants
 	// Workers runs the plugin in a worker process it supervises. Nil runs the plugin
 	// in this process, which only a trusted plugin may do: in process, a hostile guest
 	// can stall the server (package worker explains why).
 	Workers *worker.Supervisor
-	// ToolPrefix is put before each guest tool name to make the name clients see; nil
-	// means Name + "_". Plugin names contain no '_', so that default cannot collide
-	// across plugins; with any other prefix (even "") the Catalog refuses collisions.
-	ToolPrefix *string
 }
 
 // Runner runs a plugin's guest code, each call in a fresh instance: in this process
@@ -54,13 +56,27 @@ var (
 	_ Runner = (*worker.Module)(nil)
 )
 
-// Plugin is a loaded plugin and its tools.
+// Plugin is a loaded plugin and what it offers.
 type Plugin struct {
-	Name       string
-	Module     Runner
-	Isolated   bool // runs in a worker process
-	Tools      []*Tool
-	ToolPrefix string
+	Name string
+	// Prefix is joined with '_' before tool and prompt names; "" offers them as the
+	// guest declares them.
+	Prefix      string
+	Module      Runner
+	Isolated    bool // runs in a worker process
+	Tools       []*Tool
+	Resources   []*Resource
+	Templates   []*ResourceTemplate
+	Prompts     []*Prompt
+	Completions bool // the guest completes its prompts' and templates' arguments
+}
+
+// qualify returns the name clients see for a tool or prompt the guest calls name.
+func (p *Plugin) qualify(name string) string {
+	if p.Prefix == "" {
+		return name
+	}
+	return p.Prefix + "_" + name
 }
 
 // TaskSupport says whether a tool may or must run as an MCP Task.
@@ -122,9 +138,12 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 	if err != nil {
 		return nil, fmt.Errorf("describe plugin %q: %w", s.Name, err)
 	}
-	p := &Plugin{Name: s.Name, Module: m, Isolated: s.Workers != nil, ToolPrefix: s.Name + "_"}
-	if s.ToolPrefix != nil {
-		p.ToolPrefix = *s.ToolPrefix
+	p := &Plugin{Name: s.Name, Prefix: s.Prefix, Module: m, Isolated: s.Workers != nil}
+	switch {
+	case s.Unprefixed:
+		p.Prefix = ""
+	case s.Prefix == "":
+		p.Prefix = s.Name
 	}
 	if p.Tools, err = parseManifest(p, doc); err != nil {
 		return nil, fmt.Errorf("plugin %q: manifest: %w", s.Name, err)
@@ -144,6 +163,7 @@ func parseManifest(p *Plugin, doc []byte) ([]*Tool, error) {
 		return nil, errors.New("not valid UTF-8")
 	}
 	var m struct {
+		features
 		Tools []struct {
 			Name         string          `json:"name"`
 			Title        string          `json:"title"`
@@ -167,7 +187,7 @@ func parseManifest(p *Plugin, doc []byte) ([]*Tool, error) {
 	var errs []error
 	for i, decl := range m.Tools {
 		t := &Tool{
-			Name: p.ToolPrefix + decl.Name, GuestName: decl.Name, Plugin: p,
+			Name: p.qualify(decl.Name), GuestName: decl.Name, Plugin: p,
 			Title: decl.Title, Description: decl.Description,
 			InputSchema: decl.InputSchema, OutputSchema: decl.OutputSchema, Annotations: decl.Annotations,
 			TaskSupport: TaskForbidden,
@@ -193,6 +213,9 @@ func parseManifest(p *Plugin, doc []byte) ([]*Tool, error) {
 		}
 		tools = append(tools, t)
 	}
+	if err := parseFeatures(p, m.features); err != nil {
+		errs = append(errs, err)
+	}
 	return tools, errors.Join(errs...)
 }
 
@@ -204,7 +227,7 @@ func (t *Tool) prepare(seen map[string]bool) error {
 	case seen[t.GuestName]:
 		return errors.New("declared twice")
 	case len(t.Name) > MaxToolNameLen:
-		return fmt.Errorf("full name %q is longer than %d characters; give the plugin a shorter name or tool_prefix", t.Name, MaxToolNameLen)
+		return fmt.Errorf("full name %q is longer than %d characters; give the plugin a shorter name or prefix", t.Name, MaxToolNameLen)
 	case t.GuestStartsTask && t.TaskSupport == TaskForbidden:
 		return errors.New(`execution.taskStart "guest" needs taskSupport optional or required`)
 	case !utf8.ValidString(t.Title) || !utf8.ValidString(t.Description):

@@ -52,18 +52,18 @@ func TestCatalog(t *testing.T) {
 		t.Error("NewCatalog(same plugin twice) = nil error, want a collision")
 	}
 
-	// tool_prefix "": the guest's own names; two plugins offering one name are refused.
+	// prefix "": the guest's own names; two plugins offering one name are refused.
 	bare := testenv.Spec(t, "bare", "plugins/textkit/textkit.wasm")
-	bare.ToolPrefix = new(string)
+	bare.Unprefixed = true
 	b1 := testenv.Load(t, e, bare)
 	if b1.Tools[0].Name != b1.Tools[0].GuestName {
-		t.Errorf("tool_prefix \"\": name %q, want %q", b1.Tools[0].Name, b1.Tools[0].GuestName)
+		t.Errorf("prefix \"\": name %q, want %q", b1.Tools[0].Name, b1.Tools[0].GuestName)
 	}
 	bare.Name = "bare2"
 	b2 := testenv.Load(t, e, bare)
 	_, err = plugins.NewCatalog([]*plugins.Plugin{b1, b2})
 	if err == nil || !strings.Contains(err.Error(), `plugins "bare" and "bare2"`) {
-		t.Errorf("NewCatalog(two plugins with tool_prefix \"\") = %v, want a collision naming both", err)
+		t.Errorf("NewCatalog(two plugins with prefix \"\") = %v, want a collision naming both", err)
 	}
 }
 

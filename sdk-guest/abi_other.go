@@ -20,6 +20,14 @@ type TestHost struct {
 	mu       sync.Mutex
 	logs     []LogEntry
 	progress []ProgressEntry
+	updated  []string
+}
+
+// Updated returns the URIs announced with Call.ResourceUpdated so far.
+func (h *TestHost) Updated() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.updated...)
 }
 
 // LogEntry is one recorded Call.Log.
@@ -94,6 +102,19 @@ func (b testBackend) request(method string, params []byte) ([]byte, error) {
 		}
 		return json.Marshal(out)
 	case "elicit":
+	case "resource_updated":
+		var p struct {
+			URI string `json:"uri"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+		b.h.mu.Lock()
+		b.h.updated = append(b.h.updated, p.URI)
+		b.h.mu.Unlock()
+		return []byte("{}"), nil
+	case "close_stream":
+		return nil, ErrUnavailable
 	case "sample":
 		if b.h.Sample == nil {
 			return nil, ErrUnavailable

@@ -36,7 +36,8 @@ type backend interface {
 
 // Call is the running call, the tool's door to the client.
 type Call struct {
-	Tool    string // the tool's name, as registered
+	Tool    string // the tool's name, as registered; "" when Method is set
+	Method  string // resources/read, prompts/get or completion/complete; "" in a tool call
 	backend backend
 }
 

@@ -28,10 +28,17 @@
 // Tool.InputSchema gives one. The host validates arguments against it before the
 // function runs.
 //
-// Inside a call, [Call] reaches the client: [Call.Log], [Call.Progress] and
-// [Call.Elicit] (ask the user for input).
+// Inside a call, [Call] reaches the client: [Call.Log], [Call.Progress],
+// [Call.Elicit] (ask the user for input), [Call.Sample] (ask the client's model),
+// [Call.ResourceUpdated] (tell subscribed clients a resource changed) and
+// [Call.CloseStream] (let an HTTP client reconnect for the result later).
+//
+// Besides tools, a plugin may serve resources ([AddResource], [AddResourceTemplate]),
+// prompts ([AddPrompt]) and argument completions ([HandleCompletion]): ABI v1.1, an
+// additive revision the host sends as the method form of the call input.
 //
 // The package builds for the host too, so tools can be unit-tested with `go test`:
 // [CallTool] runs a registered tool in-process against a [TestHost] that records logs
-// and progress and answers elicitations.
+// and progress and answers elicitations; [ReadResource], [GetPrompt] and [Complete]
+// do the same for the other features.
 package guest

@@ -183,10 +183,7 @@ func manifest() ([]byte, error) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	var m struct {
-		Tools []tool `json:"tools"`
-	}
-	m.Tools = []tool{}
+	ts := []tool{}
 	for _, name := range names {
 		t := tools[name].tool
 		d := tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
@@ -197,8 +194,10 @@ func manifest() ([]byte, error) {
 				d.Execution.TaskStart = "guest"
 			}
 		}
-		m.Tools = append(m.Tools, d)
+		ts = append(ts, d)
 	}
+	m := map[string]any{"tools": ts}
+	featuresManifest(m)
 	return json.Marshal(m)
 }
 
@@ -208,9 +207,14 @@ func dispatch(b backend, input []byte) (out []byte, err error) {
 	var req struct {
 		Tool      string          `json:"tool"`
 		Arguments json.RawMessage `json:"arguments"`
+		Method    string          `json:"method"`
+		Params    json.RawMessage `json:"params"`
 	}
 	if err := json.Unmarshal(input, &req); err != nil {
 		return nil, fmt.Errorf("malformed call document: %w", err)
+	}
+	if req.Method != "" {
+		return dispatchMethod(b, req.Method, req.Params)
 	}
 	r, ok := tools[req.Tool]
 	if !ok {

@@ -119,6 +119,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 	defer store.Close()
 	srv, err := host.New(catalog, host.Options{Name: cfg.Server.Name, Version: version(), Logger: logger,
+		ResumableStreams: cfg.Server.ResumableStreams,
 		Tasks: tasks.Options{
 			Store:          store,
 			DefaultTTL:     cfg.Tasks.DefaultTTL.Duration,
@@ -152,10 +153,24 @@ func tuneGC(s config.Server) {
 }
 
 // report prints the tools a check found and fails if any plugin was refused.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
 func report(w io.Writer, c *plugins.Catalog, refused []error) error {
 	for _, t := range c.Tools() {
 		desc, _, _ := strings.Cut(t.Description, "\n")
 		fmt.Fprintf(w, "%-32s %-9s %s\n", t.Name, t.TaskSupport, desc)
+	}
+	for _, p := range c.Prompts() {
+		fmt.Fprintf(w, "%-32s %-9s %s\n", p.Name, "prompt", firstLine(p.Description))
+	}
+	for _, r := range c.Resources() {
+		fmt.Fprintf(w, "%-32s %-9s %s\n", r.URI, "resource", firstLine(r.Description))
+	}
+	for _, t := range c.Templates() {
+		fmt.Fprintf(w, "%-32s %-9s %s\n", t.URITemplate, "template", firstLine(t.Description))
 	}
 	if len(refused) > 0 {
 		return fmt.Errorf("%d plugin(s) refused: %w", len(refused), errors.Join(refused...))
@@ -169,18 +184,34 @@ func report(w io.Writer, c *plugins.Catalog, refused []error) error {
 func loadPlugins(ctx context.Context, e *sandbox.Engine, workers *worker.Supervisor, cfg *config.Config, logger *slog.Logger) (*plugins.Catalog, []error, error) {
 	loaded := make([]*plugins.Plugin, len(cfg.Plugins))
 	errs := make([]error, len(cfg.Plugins))
-	var wg sync.WaitGroup
+	// Plugins load in parallel, except those pinned to the same file, which load one
+	// after another: wazero v1.12.0 publishes a module read from its on-disk cache
+	// before finishing it, so a second Runtime loading the same module at that moment
+	// can crash (index out of range in NewFunction; seen 1 in 40 starts of a config
+	// with one .wasm under two prefixes).
+	byDigest := map[string][]int{}
+	var digests []string
 	for i, pc := range cfg.Plugins {
+		if _, seen := byDigest[pc.SHA256]; !seen {
+			digests = append(digests, pc.SHA256)
+		}
+		byDigest[pc.SHA256] = append(byDigest[pc.SHA256], i)
+	}
+	var wg sync.WaitGroup
+	for _, d := range digests {
 		wg.Go(func() {
-			start := time.Now()
-			spec := pluginSpec(pc)
-			if !pc.Trusted {
-				spec.Workers = workers
-			}
-			loaded[i], errs[i] = plugins.Load(ctx, e, spec)
-			if errs[i] == nil {
-				logger.Info("plugin loaded", "plugin", pc.Name, "tools", len(loaded[i].Tools), "runs", runsIn(loaded[i]),
-					"took", time.Since(start).Round(time.Millisecond))
+			for _, i := range byDigest[d] {
+				pc := cfg.Plugins[i]
+				start := time.Now()
+				spec := pluginSpec(pc)
+				if !pc.Trusted {
+					spec.Workers = workers
+				}
+				loaded[i], errs[i] = plugins.Load(ctx, e, spec)
+				if errs[i] == nil {
+					logger.Info("plugin loaded", "plugin", pc.Name, "tools", len(loaded[i].Tools), "runs", runsIn(loaded[i]),
+						"took", time.Since(start).Round(time.Millisecond))
+				}
 			}
 		})
 	}
@@ -240,13 +271,16 @@ func pluginSpec(pc config.Plugin) plugins.Spec {
 	for i, d := range pc.Dirs {
 		dirs[i] = sandbox.Dir{Host: d.Host, Guest: d.Guest, Writable: d.Writable}
 	}
-	return plugins.Spec{
+	s := plugins.Spec{
 		Name: pc.Name, Path: pc.Path, SHA256: pc.SHA256,
 		Limits: sandbox.Limits{MemoryMiB: pc.MemoryMiB, Timeout: pc.Timeout.Duration,
 			MaxInputBytes: pc.MaxInputBytes, MaxOutputBytes: pc.MaxOutputBytes},
-		Grants:     sandbox.Grants{Env: env, Dirs: dirs},
-		ToolPrefix: pc.ToolPrefix,
+		Grants: sandbox.Grants{Env: env, Dirs: dirs},
 	}
+	if pc.Prefix != nil {
+		s.Prefix, s.Unprefixed = *pc.Prefix, *pc.Prefix == ""
+	}
+	return s
 }
 
 func serveHTTP(ctx context.Context, srv *host.Server, addr string, logger *slog.Logger) error {

@@ -402,3 +402,31 @@ func TestCheck(t *testing.T) {
 		t.Errorf("check(bad) = %v:\n%s", err, out)
 	}
 }
+
+// TestCheckConformanceConfig: the fixture config that conformance/run.sh serves loads,
+// with its pin, and offers the suite's names unprefixed.
+func TestCheckConformanceConfig(t *testing.T) {
+	out, err := exec.Command(binary, "--config", testenv.Path("conformance/config.toml"), "check").CombinedOutput()
+	for _, want := range []string{"test_simple_text ", "test_prompt_with_arguments ", "test://static-binary ", "test://template/{id}/data "} {
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("check(conformance/config.toml) = %v, want %q in:\n%s", err, want, out)
+		}
+	}
+}
+
+// TestPrefixCollision: two plugins offering the same names unprefixed refuse to start,
+// naming both; with distinct prefixes they load.
+func TestPrefixCollision(t *testing.T) {
+	sha := testenv.Spec(t, "textkit", "plugins/textkit/textkit.wasm").SHA256
+	plugin := func(name, prefix string) string {
+		return fmt.Sprintf("[[plugins]]\nname = %q\nprefix = %q\npath = %q\nsha256 = %q\n\n", name, prefix, testenv.Path("plugins/textkit/textkit.wasm"), sha)
+	}
+	out, err := exec.Command(binary, "--config", writeConfig(t, serverTOML(t)+plugin("a", "")+plugin("b", "")), "check").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `tool "sha256" is offered by plugins "a" and "b"`) {
+		t.Errorf("check(two unprefixed) = %v:\n%s\nwant the collision named", err, out)
+	}
+	out, err = exec.Command(binary, "--config", writeConfig(t, serverTOML(t)+plugin("a", "")+plugin("b", "kit")), "check").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "kit_sha256") || !strings.Contains(string(out), "\nsha256 ") {
+		t.Errorf("check(unprefixed and kit) = %v:\n%s", err, out)
+	}
+}

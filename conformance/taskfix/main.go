@@ -1,7 +1,7 @@
 // Command taskfix is the fixture plugin for the task scenarios of the MCP conformance
 // suite (@modelcontextprotocol/conformance 0.2.0-alpha.12, tasks-*): the tools the
 // scenarios call by name, with the behaviour they expect. conformance/config.toml
-// serves it with tool_prefix = "", so clients see the names below as they are.
+// serves it with prefix = "", so clients see the names below as they are.
 //
 // Build (from the repository root): make plugins
 package main

@@ -96,7 +96,8 @@ extern "C" {
 /* Status codes produced by this SDK only (never by the host). */
 #define MCPWH_NO_MEMORY   (-100) /* malloc/realloc failed inside the guest */
 #define MCPWH_SHORT_READ  (-101) /* the host copied fewer bytes than it announced */
-#define MCPWH_BAD_INPUT   (-102) /* the call input is not {"tool": string, "arguments": object} */
+#define MCPWH_BAD_INPUT   (-102) /* the call input is neither {"tool": string, "arguments": object}
+                                    nor {"method": string, "params": object} (ABI v1.1) */
 
 /* Log levels for mcpwh_log / mcpwh_logf (ABI.md, `log`). */
 #define MCPWH_LOG_DEBUG   0
@@ -1504,13 +1505,21 @@ MCPWH_API MCPWH_PRINTF(1, 2) int32_t mcpwh_fail(const char *fmt, ...)
     return 1;
 }
 
-/** The parsed call input: {"tool": ..., "arguments": {...}}. */
+/**
+ * The parsed call input: a tool call {"tool": ..., "arguments": {...}}, or (ABI
+ * v1.1, for plugins that declare resources, prompts or completions) a method
+ * {"method": "resources/read" | "prompts/get" | "completion/complete",
+ * "params": {...}}. Exactly one of tool and method is set.
+ */
 typedef struct mcpwh_call_input {
     char *raw;        /* the whole input document (malloc'd, NUL-terminated) */
     size_t raw_len;
-    char *tool;       /* the tool name, decoded (malloc'd, NUL-terminated) */
+    char *tool;       /* the tool name, decoded (malloc'd, NUL-terminated), or NULL */
     size_t tool_len;
     mcpwh_span args;  /* the "arguments" object: a span into raw ("{}" if absent) */
+    char *method;     /* the method name, decoded (malloc'd, NUL-terminated), or NULL */
+    size_t method_len;
+    mcpwh_span params; /* the "params" object: a span into raw ("{}" if absent) */
 } mcpwh_call_input;
 
 /** Frees what mcpwh_read_call allocated. Safe to call twice. */
@@ -1518,23 +1527,25 @@ MCPWH_API void mcpwh_call_input_free(mcpwh_call_input *in)
 {
     free(in->raw);
     free(in->tool);
+    free(in->method);
     memset(in, 0, sizeof *in);
 }
 
 /**
  * Reads and parses the call input. Returns MCPWH_OK; a host status;
  * MCPWH_NO_MEMORY; or MCPWH_BAD_INPUT if the document is not a JSON object
- * with a string "tool" and an object "arguments". Free with
- * mcpwh_call_input_free (also after a failure).
+ * with a string "tool" (and an object "arguments") or a string "method" (and
+ * an object "params"). Free with mcpwh_call_input_free (also after a failure).
  */
 MCPWH_API int32_t mcpwh_read_call(mcpwh_call_input *in)
 {
     mcpwh_json_iter it;
-    mcpwh_span k, v, tool = { NULL, 0 };
-    int r, have_args = 0;
+    mcpwh_span k, v, tool = { NULL, 0 }, method = { NULL, 0 };
+    int r, have_args = 0, have_params = 0;
     int32_t rc;
     memset(in, 0, sizeof *in);
     in->args = mcpwh_span_of("{}", 2);
+    in->params = mcpwh_span_of("{}", 2);
     rc = mcpwh_read_input(&in->raw, &in->raw_len);
     if (rc != MCPWH_OK)
         return rc;
@@ -1546,12 +1557,25 @@ MCPWH_API int32_t mcpwh_read_call(mcpwh_call_input *in)
         } else if (mcpwh_json_key_is(k, "arguments")) {
             in->args = v;
             have_args = 1;
+        } else if (mcpwh_json_key_is(k, "method")) {
+            method = v;
+        } else if (mcpwh_json_key_is(k, "params")) {
+            in->params = v;
+            have_params = 1;
         }
     }
-    if (r < 0 || tool.ptr == NULL)
+    if (r < 0 || (tool.ptr == NULL) == (method.ptr == NULL))
         return MCPWH_BAD_INPUT;
     if (have_args && mcpwh_json_type(in->args) != MCPWH_JSON_T_OBJECT)
         return MCPWH_BAD_INPUT;
+    if (have_params && mcpwh_json_type(in->params) != MCPWH_JSON_T_OBJECT)
+        return MCPWH_BAD_INPUT;
+    if (method.ptr != NULL) {
+        r = mcpwh_json_decode_string(method, &in->method, &in->method_len);
+        if (r == MCPWH_JSON_NO_MEMORY)
+            return MCPWH_NO_MEMORY;
+        return r == MCPWH_JSON_OK ? MCPWH_OK : MCPWH_BAD_INPUT;
+    }
     r = mcpwh_json_decode_string(tool, &in->tool, &in->tool_len);
     if (r == MCPWH_JSON_NO_MEMORY)
         return MCPWH_NO_MEMORY;
@@ -1563,6 +1587,37 @@ MCPWH_API int mcpwh_call_is(const mcpwh_call_input *in, const char *name)
 {
     size_t n = strlen(name);
     return in->tool != NULL && in->tool_len == n && memcmp(in->tool, name, n) == 0;
+}
+
+/** 1 if the call is the method `name` (ABI v1.1), e.g. "resources/read". */
+MCPWH_API int mcpwh_call_is_method(const mcpwh_call_input *in, const char *name)
+{
+    size_t n = strlen(name);
+    return in->method != NULL && in->method_len == n && memcmp(in->method, name, n) == 0;
+}
+
+/**
+ * Tells clients subscribed to `uri` that it changed (ABI v1.1 request
+ * resource_updated). The URI must be one of the plugin's resources or match one
+ * of its templates. Returns MCPWH_OK, MCPWH_FAILED (not the plugin's resource),
+ * MCPWH_NO_MEMORY or another host status.
+ */
+MCPWH_API int32_t mcpwh_resource_updated(const char *uri)
+{
+    mcpwh_buf b = MCPWH_BUF_INIT;
+    char *reply = NULL;
+    int32_t r;
+    mcpwh_buf_puts(&b, "{\"uri\":");
+    mcpwh_buf_json_cstr(&b, uri);
+    mcpwh_buf_putc(&b, '}');
+    if (b.failed) {
+        mcpwh_buf_free(&b);
+        return MCPWH_NO_MEMORY;
+    }
+    r = mcpwh_request("resource_updated", b.data, b.len, &reply, NULL);
+    free(reply);
+    mcpwh_buf_free(&b);
+    return r;
 }
 
 /**
