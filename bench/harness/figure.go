@@ -48,7 +48,10 @@ func (f *Figure) row(label, unit string) *Row {
 }
 
 // add records one sample of a row.
-func (f *Figure) add(label, unit string, v float64) { r := f.row(label, unit); r.Samples = append(r.Samples, v) }
+func (f *Figure) add(label, unit string, v float64) {
+	r := f.row(label, unit)
+	r.Samples = append(r.Samples, v)
+}
 
 // find returns the row with label, or nil.
 func (f *Figure) find(label string) *Row {
