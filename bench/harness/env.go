@@ -97,6 +97,7 @@ type Env struct {
 	cache string // the compilation cache shared by every start except cold ones
 	hc    *http.Client
 	n     int
+	errs  []error // servers that did not stop
 }
 
 // Setup builds mcp-wasmhost and the mcp-go peer, installs the TypeScript peer's pinned

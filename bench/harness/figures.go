@@ -84,11 +84,11 @@ func (e *Env) Figure1(ctx context.Context) (*Figure, error) {
 						}
 					}
 					if err != nil {
-						closeAll(p, cs)
+						e.closeAll(p, cs)
 						return nil, fmt.Errorf("%s over %s: %w\n%s", s.Name, tr, err, p.Stderr())
 					}
 				}
-				closeAll(p, cs)
+				e.closeAll(p, cs)
 			}
 		}
 		for _, s := range e.Peers() {
@@ -102,7 +102,7 @@ func (e *Env) Figure1(ctx context.Context) (*Figure, error) {
 				if _, err = roundTrips(ctx, pick(e, 200, 5), call); err == nil {
 					lat, err = roundTrips(ctx, pick(e, 2000, 50), call)
 				}
-				closeAll(p, cs)
+				e.closeAll(p, cs)
 				if err != nil {
 					return nil, fmt.Errorf("%s over %s: %w", s.Name, tr, err)
 				}
@@ -180,7 +180,7 @@ func (e *Env) Figure2(ctx context.Context) (*Figure, error) {
 					return nil, err
 				}
 				if _, err = runTasks(ctx, cs, s.Tool, 4, pick(e, 300*time.Millisecond, 50*time.Millisecond)); err != nil { // warm-up
-					closeAll(p, cs)
+					e.closeAll(p, cs)
 					return nil, fmt.Errorf("%s over %s: %w\n%s", s.Name, tr, err, p.Stderr())
 				}
 				for _, c := range concurrencies {
@@ -190,12 +190,12 @@ func (e *Env) Figure2(ctx context.Context) (*Figure, error) {
 					}
 					rate, err := runTasks(ctx, use, s.Tool, c, d)
 					if err != nil {
-						closeAll(p, cs)
+						e.closeAll(p, cs)
 						return nil, fmt.Errorf("%s over %s at c=%d: %w\n%s", s.Name, tr, c, err, p.Stderr())
 					}
 					f.add(fmt.Sprintf("%s, %s, c=%d", s.Name, tr, c), "tasks/s", rate)
 				}
-				closeAll(p, cs)
+				e.closeAll(p, cs)
 			}
 		}
 	}
@@ -269,7 +269,7 @@ func (e *Env) Figure3(ctx context.Context) (*Figure, error) {
 						err = awaitStatus(ctx, c, ids[i], "completed")
 					}
 					if err != nil {
-						closeAll(p, cs)
+						e.closeAll(p, cs)
 						return nil, fmt.Errorf("%s over %s: %w", s.Name, tr, err)
 					}
 				}
@@ -280,7 +280,7 @@ func (e *Env) Figure3(ctx context.Context) (*Figure, error) {
 					}
 					return err
 				})
-				closeAll(p, cs)
+				e.closeAll(p, cs)
 				if err != nil {
 					return nil, fmt.Errorf("%s over %s: %w", s.Name, tr, err)
 				}
@@ -336,7 +336,7 @@ func (e *Env) Figure4(ctx context.Context) (*Figure, error) {
 					return nil, err
 				}
 				perTask, rest, err := parkTasks(ctx, p, cs[0], k.tool, k.args, k.n)
-				closeAll(p, cs)
+				e.closeAll(p, cs)
 				if err != nil {
 					return nil, fmt.Errorf("%s, %s: %w\n%s", v.Name, k.label, err, p.Stderr())
 				}
@@ -433,7 +433,7 @@ func (e *Env) Figure5(ctx context.Context) (*Figure, error) {
 		if err != nil {
 			return 0, err
 		}
-		defer closeAll(p, cs)
+		defer e.closeAll(p, cs)
 		var res struct {
 			Tools []struct{ Name string } `json:"tools"`
 		}
@@ -562,7 +562,7 @@ func (e *Env) Figure6(ctx context.Context) (*Figure, error) {
 			}
 			c := cs[0]
 			fail := func(err error) (*Figure, error) {
-				closeAll(p, cs)
+				e.closeAll(p, cs)
 				return nil, fmt.Errorf("%s: %w\n%s", v.Name, err, p.Stderr())
 			}
 			for _, k := range kinds {
@@ -610,7 +610,7 @@ func (e *Env) Figure6(ctx context.Context) (*Figure, error) {
 				return fail(err)
 			}
 			f.add(v.Name+", tasks/get round trip (baseline), p50", "ms", percentile(lat, .5)/1e3)
-			closeAll(p, cs)
+			e.closeAll(p, cs)
 		}
 	}
 	main := Variants[0].Name

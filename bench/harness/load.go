@@ -32,13 +32,24 @@ func (e *Env) open(ctx context.Context, s Server, transport string, sessions int
 	return p, cs, nil
 }
 
-// closeAll ends the sessions and the server.
-func closeAll(p *Proc, cs []*Client) {
+// closeAll ends the sessions and the server. The HTTP client's idle connections are
+// closed first: Go's http.Server.Shutdown waits up to 5 s for a connection that was
+// dialed but never carried a request, which the client's pool can hold.
+// A server that does not stop is recorded as an error of the run (see Env.Err).
+func (e *Env) closeAll(p *Proc, cs []*Client) {
 	for _, c := range cs {
 		c.Close()
 	}
-	p.Stop()
+	if p.hc != nil {
+		p.hc.CloseIdleConnections()
+	}
+	if err := p.Stop(); err != nil {
+		e.errs = append(e.errs, err)
+	}
 }
+
+// Err reports the servers that did not stop when asked.
+func (e *Env) Err() error { return errors.Join(e.errs...) }
 
 // callTool runs a tool synchronously and fails on an isError result.
 func callTool(ctx context.Context, c *Client, tool string, args any) error {

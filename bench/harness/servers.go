@@ -39,6 +39,7 @@ type Proc struct {
 	stdout io.ReadCloser
 	stderr *tail
 	dialed bool
+	hc     *http.Client // the client of its HTTP sessions
 	waited chan error
 }
 
@@ -111,6 +112,7 @@ func (p *Proc) Dial(ctx context.Context, hc *http.Client, elicit bool) (*Client,
 	var c *Client
 	var err error
 	if p.URL != "" {
+		p.hc = hc
 		c, err = DialHTTP(ctx, hc, p.URL, elicit)
 	} else {
 		if p.dialed {
@@ -135,12 +137,12 @@ func (p *Proc) Stop() error {
 	case err := <-p.waited:
 		p.waited <- err
 		return nil
-	case <-time.After(5 * time.Second):
+	case <-time.After(10 * time.Second):
 	}
 	p.cmd.Process.Kill()
 	err := <-p.waited
 	p.waited <- err
-	return nil
+	return fmt.Errorf("%s did not stop within 10 s of SIGTERM; killed", p.Server.Name)
 }
 
 // RSS is the server's resident set (VmRSS of /proc/PID/status) in bytes.

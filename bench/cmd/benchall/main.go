@@ -78,6 +78,9 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	for _, n := range picked {
 		t0 := time.Now()
 		f, err := harness.Figures[n-1](env, ctx)
+		if err == nil {
+			err = env.Err()
+		}
 		if err != nil {
 			return fmt.Errorf("figure %d: %w", n, err)
 		}
