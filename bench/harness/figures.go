@@ -542,8 +542,8 @@ func (e *Env) Figure6(ctx context.Context) (*Figure, error) {
 		args        map[string]any
 		wait        string // "" = sleep 100 ms
 	}{
-		{"cooperative (toolbox_slow_count, Go)", "toolbox_slow_count", map[string]any{"to": 1000, "delay_ms": 10}, ""},
-		{"waiting for input (asker_ask, C)", "asker_ask", map[string]any{}, "input_required"},
+		{"cooperative, sleeping (toolbox_slow_count, Go)", "toolbox_slow_count", map[string]any{"to": 1000, "delay_ms": 10}, ""},
+		{"cooperative, waiting for input (asker_ask, C)", "asker_ask", map[string]any{}, "input_required"},
 		{"hostile (loop_spin, WAT)", "loop_spin", map[string]any{}, ""},
 	}
 	for rep := range e.Reps {
@@ -619,8 +619,12 @@ func (e *Env) Figure6(ctx context.Context) (*Figure, error) {
 		limit       float64
 		why         string
 	}{
-		{"cooperative (toolbox_slow_count, Go)", "cancel < 1 ms, cooperative guest (p50)", 1,
-			"the cancel answer waits for the instance to be torn down; a Go guest's instance is 3+ MiB of linear memory to release, and a guest inside a host sleep returns only when the sleep ends"},
+		{"cooperative, waiting for input (asker_ask, C)", "cancel < 1 ms, cooperative guest blocked in a host call (p50)", 1,
+			"the answer waits for the instance to be gone; the floor is the tasks/get round trip beside it"},
+		{"cooperative, sleeping (toolbox_slow_count, Go)", "cancel < 1 ms, cooperative guest sleeping between steps (p50)", 1,
+			"a guest inside a WASI sleep (poll_oneoff -> wazero's WithSysNanosleep, a plain time.Sleep that knows no context) is not interrupted: " +
+				"the instance goes only when the current sleep step ends (up to delay_ms; with 50 ms steps a probe gave 7 ms p50, 22 ms max). " +
+				"Fix: a per-call ModuleConfig.WithNanosleep that also returns on the call's context"},
 		{"hostile (loop_spin, WAT)", "cancel < 100 ms, hostile guest (max)", 100, ""},
 	} {
 		suffix := ", p50"
