@@ -20,10 +20,15 @@ import (
 // session; a POST per request, answered as JSON or as an SSE stream). Server requests
 // (elicitation/create) are left unanswered: the benchmarks park tasks on them.
 type Client struct {
-	call func(ctx context.Context, id int64, body []byte) (json.RawMessage, error)
-	stop func() error
-	next atomic.Int64
+	call     func(ctx context.Context, id int64, body []byte) (json.RawMessage, error)
+	stop     func() error
+	next     atomic.Int64
+	requests atomic.Int64 // server requests seen (stdio)
 }
+
+// ServerRequests is how many requests (such as elicitation/create) the server has sent
+// on a stdio connection so far.
+func (c *Client) ServerRequests() int64 { return c.requests.Load() }
 
 // Error is a JSON-RPC error answered by a server.
 type Error struct {
@@ -119,6 +124,7 @@ func DialStdio(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, elic
 		_, err := stdin.Write(append(b, '\n'))
 		return err
 	}
+	c := &Client{stop: func() error { return stdin.Close() }}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -128,6 +134,9 @@ func DialStdio(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, elic
 			if len(bytes.TrimSpace(line)) > 0 {
 				m := new(message)
 				if json.Unmarshal(line, m) == nil {
+					if m.Method != "" && len(m.ID) > 0 {
+						c.requests.Add(1)
+					}
 					if id, ok := m.response(); ok {
 						mu.Lock()
 						ch := pending[id]
@@ -151,7 +160,6 @@ func DialStdio(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, elic
 			}
 		}
 	}()
-	c := &Client{stop: func() error { return stdin.Close() }}
 	c.call = func(ctx context.Context, id int64, body []byte) (json.RawMessage, error) {
 		ch := make(chan *message, 1)
 		mu.Lock()

@@ -187,8 +187,9 @@ func (e *Env) Ours(v Variant, cacheDir string, plugins ...Plugin) (Server, error
 // Peers are the native servers of the trivial tool.
 func (e *Env) Peers() []Server {
 	return []Server{
-		{Name: "mcp-go v1.2.1 (native)", Command: []string{e.mcpgo}, Tool: "ping"},
-		{Name: "TS SDK 1.32.2 (native)", Command: []string{"node", "server.mjs"}, Dir: filepath.Join(e.Root, "bench/peers/ts"), Tool: "ping"},
+		{Name: "mcp-go v1.2.1 (native)", Command: []string{e.mcpgo}, Tool: "ping", Ask: "ask"},
+		{Name: "TS SDK 1.32.2 (native)", Command: []string{"node", "server.mjs"}, Dir: filepath.Join(e.Root, "bench/peers/ts"),
+			Tool: "ping", Ask: "ask", AskStatus: "input_required"},
 	}
 }
 

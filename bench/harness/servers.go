@@ -28,6 +28,10 @@ type Server struct {
 	Command []string // argv; over HTTP, "--http 127.0.0.1:PORT" is appended
 	Dir     string   // working directory ("" = the current one)
 	Tool    string   // the trivial tool: answers "pong", taskSupport optional
+	Ask     string   // a tool that asks the user to confirm (elicitation), taskSupport optional
+	// AskStatus is the status a task of Ask shows while it waits for the answer;
+	// "" for a server that keeps it "working" (then the elicitation request is awaited).
+	AskStatus string
 }
 
 // Proc is a running server process.
@@ -162,6 +166,32 @@ func (p *Proc) RSS() (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", p.PID())
+}
+
+// CPU is the processor time (user + system) the server process has used so far, from
+// /proc/PID/stat, in clock ticks of 10 ms. Unlike wall time it hardly depends on what
+// else the machine is doing.
+func (p *Proc) CPU() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID()))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: count from
+	// the last ')'. utime and stime are fields 14 and 15.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected %q", p.PID(), b)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", p.PID(), err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
 // Stderr is the end of what the server wrote to stderr.
