@@ -156,7 +156,7 @@ func (e *Env) Figure2(ctx context.Context) (*Figure, error) {
 	d := pick(e, 3*time.Second, 300*time.Millisecond)
 	f := &Figure{N: 2, Title: "Task create -> completed throughput, trivial tool, concurrency 1 / 16 / 256",
 		What: fmt.Sprintf("c workers each loop: `tools/call` with `task` (the trivial tool), then `tasks/get` with no wait until `completed`; "+
-			"tasks completed per second over %s. Over stdio all workers share the one connection; over HTTP they share 16 sessions "+
+			"tasks completed per second over %s, and the server process's CPU time per task (utime + stime from /proc/PID/stat over the run: less sensitive to the machine's load than the rate). Over stdio all workers share the one connection; over HTTP they share 16 sessions "+
 			"(one per worker at c=1). mcp-wasmhost serves `textkit_ping` (C guest, a fresh instance per call).", d),
 		Baseline:  "the same trivial tool (`ping` -> \"pong\", taskSupport optional) served natively by mcp-go v1.2.1 and by the TypeScript SDK 1.32.2, driven by the same client.",
 		Reproduce: "go run ./bench/cmd/benchall -figures 2"}
@@ -188,12 +188,13 @@ func (e *Env) Figure2(ctx context.Context) (*Figure, error) {
 					if c == 1 {
 						use = cs[:1]
 					}
-					rate, err := runTasks(ctx, use, s.Tool, c, d)
+					l, cpu, err := measure(p, func() (load, error) { return runTasks(ctx, use, s.Tool, c, d) })
 					if err != nil {
 						e.closeAll(p, cs)
 						return nil, fmt.Errorf("%s over %s at c=%d: %w\n%s", s.Name, tr, c, err, p.Stderr())
 					}
-					f.add(fmt.Sprintf("%s, %s, c=%d", s.Name, tr, c), "tasks/s", rate)
+					f.add(fmt.Sprintf("%s, %s, c=%d", s.Name, tr, c), "tasks/s", l.Rate)
+					f.add(fmt.Sprintf("%s, %s, c=%d, server CPU per task", s.Name, tr, c), "us CPU", cpu)
 				}
 				e.closeAll(p, cs)
 			}
@@ -207,6 +208,8 @@ func (e *Env) Figure2(ctx context.Context) (*Figure, error) {
 			for _, peer := range peers {
 				label := fmt.Sprintf("%s / %s, %s, c=%d", main, peer.Name, tr, c)
 				f.ratio(label, fmt.Sprintf("%s, %s, c=%d", main, tr, c), fmt.Sprintf("%s, %s, c=%d", peer.Name, tr, c))
+				f.ratio(fmt.Sprintf("server CPU per task, %s / %s, %s, c=%d", main, peer.Name, tr, c),
+					fmt.Sprintf("%s, %s, c=%d, server CPU per task", main, tr, c), fmt.Sprintf("%s, %s, c=%d, server CPU per task", peer.Name, tr, c))
 				if r := f.find(label); r != nil && r.Median() < 1 {
 					slower = append(slower, fmt.Sprintf("%s c=%d vs %s (%sx)", tr, c, strings.Fields(peer.Name)[0], format(r.Median())))
 				}
@@ -240,7 +243,7 @@ func (e *Env) Figure3(ctx context.Context) (*Figure, error) {
 	d := pick(e, 3*time.Second, 300*time.Millisecond)
 	f := &Figure{N: 3, Title: "tasks/get throughput",
 		What: fmt.Sprintf("16 workers, each with its own session (over stdio: one shared connection) and its own completed task, "+
-			"send `tasks/get` back to back for %s.", d),
+			"send `tasks/get` back to back for %s; also the server process's CPU time per get.", d),
 		Baseline:  "the native peers answering `tasks/get` for their own tasks, same client.",
 		Reproduce: "go run ./bench/cmd/benchall -figures 3"}
 	var servers []Server
@@ -273,18 +276,21 @@ func (e *Env) Figure3(ctx context.Context) (*Figure, error) {
 						return nil, fmt.Errorf("%s over %s: %w", s.Name, tr, err)
 					}
 				}
-				rate, err := loadFor(ctx, 16, d, func(ctx context.Context, w int) error {
-					t, err := getTask(ctx, cs[w%len(cs)], ids[w])
-					if err == nil && t.Status != "completed" {
-						err = fmt.Errorf("tasks/get %s = %s", ids[w], t.Status)
-					}
-					return err
+				l, cpu, err := measure(p, func() (load, error) {
+					return loadFor(ctx, 16, d, func(ctx context.Context, w int) error {
+						t, err := getTask(ctx, cs[w%len(cs)], ids[w])
+						if err == nil && t.Status != "completed" {
+							err = fmt.Errorf("tasks/get %s = %s", ids[w], t.Status)
+						}
+						return err
+					})
 				})
 				e.closeAll(p, cs)
 				if err != nil {
 					return nil, fmt.Errorf("%s over %s: %w", s.Name, tr, err)
 				}
-				f.add(fmt.Sprintf("%s, %s", s.Name, tr), "gets/s", rate)
+				f.add(fmt.Sprintf("%s, %s", s.Name, tr), "gets/s", l.Rate)
+				f.add(fmt.Sprintf("%s, %s, server CPU per get", s.Name, tr), "us CPU", cpu)
 			}
 		}
 	}
@@ -292,6 +298,8 @@ func (e *Env) Figure3(ctx context.Context) (*Figure, error) {
 	for _, tr := range []string{HTTP, Stdio} {
 		for _, peer := range e.Peers() {
 			f.ratio(fmt.Sprintf("%s / %s, %s", main, peer.Name, tr), fmt.Sprintf("%s, %s", main, tr), fmt.Sprintf("%s, %s", peer.Name, tr))
+			f.ratio(fmt.Sprintf("server CPU per get, %s / %s, %s", main, peer.Name, tr),
+				fmt.Sprintf("%s, %s, server CPU per get", main, tr), fmt.Sprintf("%s, %s, server CPU per get", peer.Name, tr))
 		}
 	}
 	if r := f.find(main + ", http"); r != nil {

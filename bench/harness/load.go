@@ -117,8 +117,8 @@ func awaitStatus(ctx context.Context, c *Client, id, want string) error {
 }
 
 // runTasks runs workers that each create a task of tool and poll it to completed,
-// for d, and returns tasks completed per second.
-func runTasks(ctx context.Context, cs []*Client, tool string, workers int, d time.Duration) (float64, error) {
+// for d.
+func runTasks(ctx context.Context, cs []*Client, tool string, workers int, d time.Duration) (load, error) {
 	return loadFor(ctx, workers, d, func(ctx context.Context, w int) error {
 		c := cs[w%len(cs)]
 		id, err := createTask(ctx, c, tool, map[string]any{})
@@ -129,9 +129,15 @@ func runTasks(ctx context.Context, cs []*Client, tool string, workers int, d tim
 	})
 }
 
-// loadFor runs op in workers goroutines for d and returns completed ops per second.
-// The first error stops the run.
-func loadFor(ctx context.Context, workers int, d time.Duration, op func(ctx context.Context, worker int) error) (float64, error) {
+// load is the outcome of a run of loadFor.
+type load struct {
+	Rate float64       // operations completed per second
+	Ops  int64         // operations completed
+	Took time.Duration // wall time, including the operations in flight at the end
+}
+
+// loadFor runs op in workers goroutines for d. The first error stops the run.
+func loadFor(ctx context.Context, workers int, d time.Duration, op func(ctx context.Context, worker int) error) (load, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -156,9 +162,28 @@ func loadFor(ctx context.Context, workers int, d time.Duration, op func(ctx cont
 	}
 	wg.Wait()
 	if firstErr != nil && !errors.Is(firstErr, context.Canceled) {
-		return 0, firstErr
+		return load{}, firstErr
 	}
-	return float64(done.Load()) / time.Since(start).Seconds(), nil
+	took := time.Since(start)
+	return load{Rate: float64(done.Load()) / took.Seconds(), Ops: done.Load(), Took: took}, nil
+}
+
+// measure runs a load against p and returns it with the server's CPU time per
+// operation in microseconds (0 when no operation completed).
+func measure(p *Proc, run func() (load, error)) (load, float64, error) {
+	cpu0, err := p.CPU()
+	if err != nil {
+		return load{}, 0, err
+	}
+	l, err := run()
+	if err != nil {
+		return l, 0, err
+	}
+	cpu1, err := p.CPU()
+	if err != nil || l.Ops == 0 {
+		return l, 0, err
+	}
+	return l, float64((cpu1 - cpu0).Microseconds()) / float64(l.Ops), nil
 }
 
 // roundTrips times n sequential calls of op and returns their durations.
