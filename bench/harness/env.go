@@ -25,9 +25,14 @@ type Variant struct {
 	Figures     []int  // the figures it is measured in; nil = all
 }
 
-// Variants are the configurations of mcp-wasmhost measured. The worker-process
-// mode of #4 and its per-plugin `trusted = true` become entries here, e.g.
-// {Name: "trusted (in-process)", Store: "memory", PluginLines: "trusted = true"}.
+// Variants are the configurations of mcp-wasmhost measured. Those without Figures are
+// the modes: each figure measures each of them, and targets and ratios to the peers
+// are given for each. When plugins run in worker processes by default (#4), name the
+// first entry "mcp-wasmhost, worker processes" and add
+//
+//	{Name: "mcp-wasmhost, trusted (in-process)", Store: "memory", PluginLines: "trusted = true"},
+//
+// right after it: every generated [[plugins]] table then carries that line.
 var Variants = []Variant{
 	{Name: "mcp-wasmhost", Store: "memory"},
 	{Name: "mcp-wasmhost, durable store", Store: "bolt", Figures: []int{2}},

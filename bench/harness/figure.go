@@ -29,10 +29,11 @@ type Row struct {
 
 // Target is a goal from the issue with its outcome.
 type Target struct {
-	Goal string // e.g. "C-guest round trip < 0.3 ms p50"
-	Got  string
-	Met  bool
-	Why  string // what holds a missed target back
+	Variant string // the configuration of mcp-wasmhost it was measured in
+	Goal    string // e.g. "C-guest round trip < 0.3 ms p50"
+	Got     string
+	Met     bool
+	Why     string // what holds a missed target back
 }
 
 // row returns the row with label, adding it.

@@ -117,19 +117,32 @@ func (e *Env) Figure1(ctx context.Context) (*Figure, error) {
 			}
 		}
 	}
-	main := Variants[0].Name
-	if r := f.find(main + ", stdio, Go guest / bare wazero"); r != nil {
-		m := r.Median()
-		f.Targets = append(f.Targets, Target{Goal: "Go-guest call overhead <= 1.2x bare wazero (stdio round trip / bare)",
-			Got: format(m) + "x", Met: m <= 1.2,
-			Why: "the Go guest's instantiation (runtime init, data segments) is almost the whole call; the rest is the C-guest round trip below"})
-	}
-	if r := f.find(main + ", stdio, C guest"); r != nil {
-		m := r.Median()
-		f.Targets = append(f.Targets, Target{Goal: "C-guest round trip < 0.3 ms p50 (stdio)", Got: format(m) + " us", Met: m < 300,
-			Why: "the sandbox part is the bare-wazero row; the rest is the go-sdk's JSON-RPC handling (a 32 KiB decode buffer per message), garbage collection and two pipe hops, on 2 shared cores"})
+	for _, main := range modes() {
+		if r := f.find(main + ", stdio, Go guest / bare wazero"); r != nil {
+			m := r.Median()
+			f.Targets = append(f.Targets, Target{Variant: main, Goal: "Go-guest call overhead <= 1.2x bare wazero (stdio round trip / bare)",
+				Got: format(m) + "x", Met: m <= 1.2,
+				Why: "the Go guest's instantiation (runtime init, data segments) is almost the whole call; the rest is the C-guest round trip below"})
+		}
+		if r := f.find(main + ", stdio, C guest"); r != nil {
+			m := r.Median()
+			f.Targets = append(f.Targets, Target{Variant: main, Goal: "C-guest round trip < 0.3 ms p50 (stdio)", Got: format(m) + " us", Met: m < 300,
+				Why: "the sandbox part is the bare-wazero row; the rest is the go-sdk's JSON-RPC handling (a 32 KiB decode buffer per message), garbage collection and two pipe hops, on 2 shared cores"})
+		}
 	}
 	return f, nil
+}
+
+// modes are the variants measured in every figure (the ways of running plugins);
+// targets and ratios to the peers are given for each of them.
+func modes() []string {
+	var out []string
+	for _, v := range Variants {
+		if v.Figures == nil {
+			out = append(out, v.Name)
+		}
+	}
+	return out
 }
 
 // variantNames are the names of the variants measured in figure n.
@@ -200,41 +213,42 @@ func (e *Env) Figure2(ctx context.Context) (*Figure, error) {
 			}
 		}
 	}
-	main := Variants[0].Name
-	peers := e.Peers()
-	var slower []string
-	for _, tr := range []string{Stdio, HTTP} {
-		for _, c := range concurrencies {
-			for _, peer := range peers {
-				label := fmt.Sprintf("%s / %s, %s, c=%d", main, peer.Name, tr, c)
-				f.ratio(label, fmt.Sprintf("%s, %s, c=%d", main, tr, c), fmt.Sprintf("%s, %s, c=%d", peer.Name, tr, c))
-				f.ratio(fmt.Sprintf("server CPU per task, %s / %s, %s, c=%d", main, peer.Name, tr, c),
-					fmt.Sprintf("%s, %s, c=%d, server CPU per task", main, tr, c), fmt.Sprintf("%s, %s, c=%d, server CPU per task", peer.Name, tr, c))
-				if r := f.find(label); r != nil && r.Median() < 1 {
-					slower = append(slower, fmt.Sprintf("%s c=%d vs %s (%sx)", tr, c, strings.Fields(peer.Name)[0], format(r.Median())))
+	for _, main := range modes() {
+		peers := e.Peers()
+		var slower []string
+		for _, tr := range []string{Stdio, HTTP} {
+			for _, c := range concurrencies {
+				for _, peer := range peers {
+					label := fmt.Sprintf("%s / %s, %s, c=%d", main, peer.Name, tr, c)
+					f.ratio(label, fmt.Sprintf("%s, %s, c=%d", main, tr, c), fmt.Sprintf("%s, %s, c=%d", peer.Name, tr, c))
+					f.ratio(fmt.Sprintf("server CPU per task, %s / %s, %s, c=%d", main, peer.Name, tr, c),
+						fmt.Sprintf("%s, %s, c=%d, server CPU per task", main, tr, c), fmt.Sprintf("%s, %s, c=%d, server CPU per task", peer.Name, tr, c))
+					if r := f.find(label); r != nil && r.Median() < 1 {
+						slower = append(slower, fmt.Sprintf("%s c=%d vs %s (%sx)", tr, c, strings.Fields(peer.Name)[0], format(r.Median())))
+					}
 				}
 			}
 		}
-	}
-	best, bestLabel := 0.0, ""
-	for _, tr := range []string{Stdio, HTTP} {
-		for _, c := range concurrencies {
-			if r := f.find(fmt.Sprintf("%s, %s, c=%d", main, tr, c)); r != nil && r.Median() > best {
-				best, bestLabel = r.Median(), fmt.Sprintf("%s c=%d", tr, c)
+		best, bestLabel := 0.0, ""
+		for _, tr := range []string{Stdio, HTTP} {
+			for _, c := range concurrencies {
+				if r := f.find(fmt.Sprintf("%s, %s, c=%d", main, tr, c)); r != nil && r.Median() > best {
+					best, bestLabel = r.Median(), fmt.Sprintf("%s c=%d", tr, c)
+				}
 			}
 		}
+		f.Targets = append(f.Targets, Target{Variant: main, Goal: ">= 5,000 tasks/s create -> completed, C guest, 2 cores (best configuration)",
+			Got: format(best) + "/s (" + bestLabel + ")", Met: best >= 5000,
+			Why: "each task is at least two round trips plus polls through the go-sdk (JSON decoding with a 32 KiB buffer per message, GC), a fresh guest instance, and the task manager; client and server share the 2 cores"})
+		t := Target{Variant: main, Goal: "no slower than either native peer (every transport and concurrency)", Met: len(slower) == 0}
+		if t.Met {
+			t.Got = "faster or equal everywhere"
+		} else {
+			t.Got = "slower at " + strings.Join(slower, "; ")
+			t.Why = "the native peers run no sandbox and no schema checks; mcp-go answers from a map under one lock, and the go-sdk's per-message costs dominate ours"
+		}
+		f.Targets = append(f.Targets, t)
 	}
-	f.Targets = append(f.Targets, Target{Goal: ">= 5,000 tasks/s create -> completed, C guest, 2 cores (best configuration)",
-		Got: format(best) + "/s (" + bestLabel + ")", Met: best >= 5000,
-		Why: "each task is at least two round trips plus polls through the go-sdk (JSON decoding with a 32 KiB buffer per message, GC), a fresh guest instance, and the task manager; client and server share the 2 cores"})
-	t := Target{Goal: "no slower than either native peer (every transport and concurrency)", Met: len(slower) == 0}
-	if t.Met {
-		t.Got = "faster or equal everywhere"
-	} else {
-		t.Got = "slower at " + strings.Join(slower, "; ")
-		t.Why = "the native peers run no sandbox and no schema checks; mcp-go answers from a map under one lock, and the go-sdk's per-message costs dominate ours"
-	}
-	f.Targets = append(f.Targets, t)
 	return f, nil
 }
 
@@ -294,18 +308,19 @@ func (e *Env) Figure3(ctx context.Context) (*Figure, error) {
 			}
 		}
 	}
-	main := Variants[0].Name
-	for _, tr := range []string{HTTP, Stdio} {
-		for _, peer := range e.Peers() {
-			f.ratio(fmt.Sprintf("%s / %s, %s", main, peer.Name, tr), fmt.Sprintf("%s, %s", main, tr), fmt.Sprintf("%s, %s", peer.Name, tr))
-			f.ratio(fmt.Sprintf("server CPU per get, %s / %s, %s", main, peer.Name, tr),
-				fmt.Sprintf("%s, %s, server CPU per get", main, tr), fmt.Sprintf("%s, %s, server CPU per get", peer.Name, tr))
+	for _, main := range modes() {
+		for _, tr := range []string{HTTP, Stdio} {
+			for _, peer := range e.Peers() {
+				f.ratio(fmt.Sprintf("%s / %s, %s", main, peer.Name, tr), fmt.Sprintf("%s, %s", main, tr), fmt.Sprintf("%s, %s", peer.Name, tr))
+				f.ratio(fmt.Sprintf("server CPU per get, %s / %s, %s", main, peer.Name, tr),
+					fmt.Sprintf("%s, %s, server CPU per get", main, tr), fmt.Sprintf("%s, %s, server CPU per get", peer.Name, tr))
+			}
 		}
-	}
-	if r := f.find(main + ", http"); r != nil {
-		m := r.Median()
-		f.Targets = append(f.Targets, Target{Goal: "tasks/get >= 20,000/s over HTTP", Got: format(m) + "/s", Met: m >= 20000,
-			Why: "every tasks/get goes through the go-sdk's Streamable HTTP handler: session lookup, a 32 KiB JSON decode buffer per message, an SSE-framed response; the client shares the 2 cores"})
+		if r := f.find(main + ", http"); r != nil {
+			m := r.Median()
+			f.Targets = append(f.Targets, Target{Variant: main, Goal: "tasks/get >= 20,000/s over HTTP", Got: format(m) + "/s", Met: m >= 20000,
+				Why: "every tasks/get goes through the go-sdk's Streamable HTTP handler: session lookup, a 32 KiB JSON decode buffer per message, an SSE-framed response; the client shares the 2 cores"})
+		}
 	}
 	return f, nil
 }
@@ -369,21 +384,22 @@ func (e *Env) Figure4(ctx context.Context) (*Figure, error) {
 			f.add(fmt.Sprintf("%s, server at rest", s.Name), "MiB", rest/(1<<20))
 		}
 	}
-	main := Variants[0].Name
-	for _, peer := range e.Peers() {
-		f.ratio(fmt.Sprintf("%s C guest / %s", main, peer.Name), main+", "+kinds[0].label, peer.Name+", ask")
-	}
-	for _, t := range []struct {
-		label, goal string
-		limit       float64
-		why         string
-	}{
-		{"C guest (asker_ask)", "parked C task <= 100 KiB", 100, "a C instance is one 64 KiB page of linear memory plus the task's bookkeeping; RSS moves in pages and with the GC"},
-		{"Go guest (toolbox_write_note)", "parked Go task <= 6 MiB", 6 * 1024, "a Go guest's instance holds its runtime's heap and data segments (3.25 MiB linear memory at start)"},
-	} {
-		if r := f.find(main + ", " + t.label); r != nil {
-			m := r.Median()
-			f.Targets = append(f.Targets, Target{Goal: t.goal, Got: format(m) + " KiB", Met: m <= t.limit, Why: t.why})
+	for _, main := range modes() {
+		for _, peer := range e.Peers() {
+			f.ratio(fmt.Sprintf("%s C guest / %s", main, peer.Name), main+", "+kinds[0].label, peer.Name+", ask")
+		}
+		for _, t := range []struct {
+			label, goal string
+			limit       float64
+			why         string
+		}{
+			{"C guest (asker_ask)", "parked C task <= 100 KiB", 100, "a C instance is one 64 KiB page of linear memory plus the task's bookkeeping; RSS moves in pages and with the GC"},
+			{"Go guest (toolbox_write_note)", "parked Go task <= 6 MiB", 6 * 1024, "a Go guest's instance holds its runtime's heap and data segments (3.25 MiB linear memory at start)"},
+		} {
+			if r := f.find(main + ", " + t.label); r != nil {
+				m := r.Median()
+				f.Targets = append(f.Targets, Target{Variant: main, Goal: t.goal, Got: format(m) + " KiB", Met: m <= t.limit, Why: t.why})
+			}
 		}
 	}
 	return f, nil
@@ -561,16 +577,17 @@ func (e *Env) Figure5(ctx context.Context) (*Figure, error) {
 			add(s.Name, wall, cpu)
 		}
 	}
-	main := Variants[0].Name
-	if r := f.find(fmt.Sprintf("%s, %d Go plugins, warm cache", main, n)); r != nil {
-		m := r.Median()
-		got := format(m) + " ms"
-		if c := f.find(fmt.Sprintf("%s, %d Go plugins, warm cache, CPU time of the server", main, n)); c != nil {
-			got += " (" + format(c.Median()) + " ms CPU)"
+	for _, main := range modes() {
+		if r := f.find(fmt.Sprintf("%s, %d Go plugins, warm cache", main, n)); r != nil {
+			m := r.Median()
+			got := format(m) + " ms"
+			if c := f.find(fmt.Sprintf("%s, %d Go plugins, warm cache, CPU time of the server", main, n)); c != nil {
+				got += " (" + format(c.Median()) + " ms CPU)"
+			}
+			f.Targets = append(f.Targets, Target{Variant: main, Goal: fmt.Sprintf("start-up < 0.5 s with a warm cache (%d Go plugins)", n), Got: got, Met: m < 500,
+				Why: "plugins load in parallel, but each Go plugin costs CPU even on a cache hit: wazero decodes and validates the 3.9 MB module " +
+					"and builds its Runtime, then describe instantiates it once (Go runtime init); 10 of them on 2 cores, shared with the client and other jobs"})
 		}
-		f.Targets = append(f.Targets, Target{Goal: fmt.Sprintf("start-up < 0.5 s with a warm cache (%d Go plugins)", n), Got: got, Met: m < 500,
-			Why: "plugins load in parallel, but each Go plugin costs CPU even on a cache hit: wazero decodes and validates the 3.9 MB module " +
-				"and builds its Runtime, then describe instantiates it once (Go runtime init); 10 of them on 2 cores, shared with the client and other jobs"})
 	}
 	return f, nil
 }
@@ -694,27 +711,28 @@ func (e *Env) Figure6(ctx context.Context) (*Figure, error) {
 			e.closeAll(p, cs)
 		}
 	}
-	main := Variants[0].Name
-	for _, t := range []struct {
-		label, goal string
-		limit       float64
-		why         string
-	}{
-		{"cooperative, waiting for input (asker_ask, C)", "cancel < 1 ms, cooperative guest blocked in a host call (p50)", 1,
-			"the answer waits for the instance to be gone; the floor is the tasks/get round trip beside it"},
-		{"cooperative, sleeping (toolbox_slow_count, Go)", "cancel < 1 ms, cooperative guest sleeping between steps (p50)", 1,
-			"a guest inside a WASI sleep (poll_oneoff -> wazero's WithSysNanosleep, a plain time.Sleep that knows no context) is not interrupted: " +
-				"the instance goes only when the current sleep step ends (up to delay_ms; with 50 ms steps a probe gave 7 ms p50, 22 ms max). " +
-				"Fix: a per-call ModuleConfig.WithNanosleep that also returns on the call's context"},
-		{"hostile (loop_spin, WAT)", "cancel < 100 ms, hostile guest (max)", 100, ""},
-	} {
-		suffix := ", p50"
-		if strings.Contains(t.goal, "max") {
-			suffix = ", max"
-		}
-		if r := f.find(main + ", " + t.label + suffix); r != nil {
-			m := r.Median()
-			f.Targets = append(f.Targets, Target{Goal: t.goal, Got: format(m) + " ms", Met: m < t.limit, Why: t.why})
+	for _, main := range modes() {
+		for _, t := range []struct {
+			label, goal string
+			limit       float64
+			why         string
+		}{
+			{"cooperative, waiting for input (asker_ask, C)", "cancel < 1 ms, cooperative guest blocked in a host call (p50)", 1,
+				"the answer waits for the instance to be gone; the floor is the tasks/get round trip beside it"},
+			{"cooperative, sleeping (toolbox_slow_count, Go)", "cancel < 1 ms, cooperative guest sleeping between steps (p50)", 1,
+				"a guest inside a WASI sleep (poll_oneoff -> wazero's WithSysNanosleep, a plain time.Sleep that knows no context) is not interrupted: " +
+					"the instance goes only when the current sleep step ends (up to delay_ms; with 50 ms steps a probe gave 7 ms p50, 22 ms max). " +
+					"Fix: a per-call ModuleConfig.WithNanosleep that also returns on the call's context"},
+			{"hostile (loop_spin, WAT)", "cancel < 100 ms, hostile guest (max)", 100, ""},
+		} {
+			suffix := ", p50"
+			if strings.Contains(t.goal, "max") {
+				suffix = ", max"
+			}
+			if r := f.find(main + ", " + t.label + suffix); r != nil {
+				m := r.Median()
+				f.Targets = append(f.Targets, Target{Variant: main, Goal: t.goal, Got: format(m) + " ms", Met: m < t.limit, Why: t.why})
+			}
 		}
 	}
 	return f, nil

@@ -81,15 +81,16 @@ func Write(w io.Writer, m Machine, e *Env, figs []*Figure, took time.Duration) e
 		p("- **%s**: `store = %q`%s (%s).\n", v.Name, v.Store, extra, figsIn)
 	}
 	p("\nPeers: mcp-go v1.2.1 (`bench/peers/mcpgo`, its own Go module) and the TypeScript SDK 1.32.2\n")
-	p("(`bench/peers/ts`, pinned in package-lock.json), each serving the trivial tool `ping` natively.\n\n")
-	p("## Targets\n\n| target | got | met | what holds it back |\n|---|---|---|---|\n")
+	p("(`bench/peers/ts`, pinned in package-lock.json), each serving natively the trivial tool `ping` and\n")
+	p("`ask` (requests user input, for figure 4).\n\n")
+	p("## Targets\n\n| target | configuration | got | met | what holds it back |\n|---|---|---|---|---|\n")
 	for _, f := range figs {
 		for _, t := range f.Targets {
 			met, why := "yes", ""
 			if !t.Met {
 				met, why = "**no**", t.Why
 			}
-			p("| %s (figure %d) | %s | %s | %s |\n", t.Goal, f.N, t.Got, met, why)
+			p("| %s (figure %d) | %s | %s | %s | %s |\n", t.Goal, f.N, t.Variant, t.Got, met, why)
 		}
 	}
 	for _, f := range figs {
