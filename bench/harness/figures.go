@@ -123,16 +123,16 @@ func (e *Env) Figure1(ctx context.Context) (*Figure, error) {
 			f.Targets = append(f.Targets, Target{Variant: main, Goal: "Go-guest call overhead <= 1.2x bare wazero (stdio round trip / bare)",
 				Got: format(m) + "x", Met: m <= 1.2,
 				Why: "a Go guest's instantiation (Go runtime init, 20-37 k data segments) is nearly the whole call, so this ratio is mostly noise: " +
-				"the bare and the server rows are measured at different moments on a loaded machine (see their spread); " +
-				"`go test ./bench -run '^$' -bench Figure1` alternates the two call by call for a tighter ratio"})
+					"the bare and the server rows are measured at different moments on a loaded machine (see their spread); " +
+					"`go test ./bench -run '^$' -bench Figure1` alternates the two call by call for a tighter ratio"})
 		}
 		if r := f.find(main + ", stdio, C guest"); r != nil {
 			m := r.Median()
 			f.Targets = append(f.Targets, Target{Variant: main, Goal: "C-guest round trip < 0.3 ms p50 (stdio)", Got: format(m) + " us", Met: m < 300,
 				Why: "the sandbox part is the bare-wazero row (about a tenth). A CPU profile of the server (BenchmarkToolsCall/c/inmemory) puts " +
-				"about 40% in garbage collection and returning memory to the OS, driven by large allocations per message (the go-sdk's " +
-				"JSON decoder takes a 32 KiB buffer per decode) and a fresh guest memory per call; about 12% in the go-sdk's JSON decoding; " +
-				"under 10% in wazero instantiating and running the guest. Client and server share the 2 cores"})
+					"about 40% in garbage collection and returning memory to the OS, driven by large allocations per message (the go-sdk's " +
+					"JSON decoder takes a 32 KiB buffer per decode) and a fresh guest memory per call; about 12% in the go-sdk's JSON decoding; " +
+					"under 10% in wazero instantiating and running the guest. Client and server share the 2 cores"})
 		}
 	}
 	return f, nil
