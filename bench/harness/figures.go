@@ -129,7 +129,7 @@ func (e *Env) Figure1(ctx context.Context) (*Figure, error) {
 		if r := f.find(main + ", stdio, C guest"); r != nil {
 			m := r.Median()
 			f.Targets = append(f.Targets, Target{Variant: main, Goal: "C-guest round trip < 0.3 ms p50 (stdio)", Got: format(m) + " us", Met: m < 300,
-				Why: "the sandbox part is the bare-wazero row (about a tenth). A CPU profile of the server (BenchmarkToolsCall/c/inmemory) puts " +
+				Why: "the sandbox part is the bare-wazero row (under a tenth). A CPU profile of the server (BenchmarkToolsCall/c/inmemory) puts " +
 					"about 40% in garbage collection and returning memory to the OS, driven by large allocations per message (the go-sdk's " +
 					"JSON decoder takes a 32 KiB buffer per decode) and a fresh guest memory per call; about 12% in the go-sdk's JSON decoding; " +
 					"under 10% in wazero instantiating and running the guest. Client and server share the 2 cores"})

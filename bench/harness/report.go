@@ -57,7 +57,7 @@ func Write(w io.Writer, m Machine, e *Env, figs []*Figure, took time.Duration) e
 	p("# Benchmarks\n\n")
 	p("Written by `make bench` (`go run ./bench/cmd/benchall`) on %s in %s. Every figure stands beside its baseline\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), took.Round(time.Second))
 	p("measured in the same run, by the same raw JSON-RPC client (`bench/harness`), against the real binaries.\n")
-	p("Each row is the median of %d repetitions, with the smallest and largest in brackets; read the\n", e.Reps)
+	p("Each row is the median of %d repetitions (figure 4: at least 5), with the smallest and largest in brackets; read the\n", e.Reps)
 	p("ratios, not the absolute numbers.\n\n")
 	if e.Smoke {
 		p("**Smoke run**: a few samples per figure, to prove the harness works; the numbers mean nothing.\n\n")
