@@ -12,7 +12,7 @@ C_PLUGINS  = plugins/textkit/textkit.wasm testdata/wasm/asker.wasm testdata/wasm
 WAT        = $(patsubst testdata/wat/%.wat,testdata/wasm/%.wasm,$(wildcard testdata/wat/*.wat))
 ALL_WASM   = $(GO_PLUGINS) $(C_PLUGINS) $(WAT) testdata/wasm/truncated.wasm
 
-.PHONY: plugins pins test check-wasm interop-deps conformance-deps conformance FORCE
+.PHONY: plugins pins test check-wasm interop-deps conformance-deps conformance bench bench-smoke FORCE
 
 # plugins rebuilds every .wasm in the repository from its source and re-pins the
 # bundled ones in config.toml.
@@ -71,3 +71,13 @@ test: interop-deps conformance-deps
 	cd interop && node --test --test-concurrency=1
 	conformance/run.sh
 	conformance/alpha/run.sh
+
+# bench runs every benchmark figure against the real binaries and the native peers
+# (bench/peers) and writes docs/BENCHMARKS.md (about 10 minutes on 2 cores).
+bench:
+	go run ./bench/cmd/benchall -out docs/BENCHMARKS.md
+
+# bench-smoke runs each figure briefly: it fails if any harness step fails and asserts
+# nothing about time (CI). The report goes to bench/out/, which git ignores.
+bench-smoke:
+	go run ./bench/cmd/benchall -smoke -out bench/out/BENCHMARKS-smoke.md

@@ -4,16 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
-	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/bench/harness"
 	"github.com/mcp-wasmhost/mcp-wasmhost/host"
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
@@ -29,65 +27,66 @@ var guests = []struct {
 }
 
 // BenchmarkBareWazero is the floor: wazero alone instantiating the module and calling
-// mcpwh_call, with just enough host functions to hand it its input and take its output.
+// mcpwh_call, with just enough host functions to hand it its input and take its output
+// (harness.Bare, which bench/cmd/benchall uses too).
 func BenchmarkBareWazero(b *testing.B) {
 	for _, g := range guests {
 		b.Run(g.name, func(b *testing.B) {
-			ctx := context.Background()
-			cache, err := wazero.NewCompilationCacheWithDir(testenv.CacheDir())
-			if err != nil {
-				b.Fatal(err)
-			}
-			rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(true))
-			defer rt.Close(ctx)
-			wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-			input := []byte(`{"tool":"` + g.tool + `","arguments":` + g.args + `}`)
-			var output []byte
-			i32 := api.ValueTypeI32
-			_, err = rt.NewHostModuleBuilder("mcpwh").
-				NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, _ api.Module, s []uint64) {
-				s[0] = uint64(len(input))
-			}), nil, []api.ValueType{i32}).Export("input_len").
-				NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, m api.Module, s []uint64) {
-				m.Memory().Write(uint32(s[0]), input)
-				s[0] = uint64(len(input))
-			}), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("input_read").
-				NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, m api.Module, s []uint64) {
-				b, _ := m.Memory().Read(uint32(s[0]), uint32(s[1]))
-				output = append(output[:0], b...)
-				s[0] = 0
-			}), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("output_write").
-				NewFunctionBuilder().WithGoModuleFunction(nop, []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).Export("log").
-				NewFunctionBuilder().WithGoModuleFunction(nop, []api.ValueType{api.ValueTypeF64, api.ValueTypeF64, i32, i32}, []api.ValueType{i32}).Export("progress").
-				NewFunctionBuilder().WithGoModuleFunction(nop, []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).Export("request").
-				NewFunctionBuilder().WithGoModuleFunction(nop, []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("reply_read").
-				Instantiate(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			wasm, err := os.ReadFile(testenv.Path(g.path))
-			if err != nil {
-				b.Fatal(err)
-			}
-			compiled, err := rt.CompileModule(ctx, wasm)
-			if err != nil {
-				b.Fatal(err)
-			}
-			cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize")
+			bare := newBare(b, g.path, g.tool, g.args)
 			lat := newLatencies(b)
 			for b.Loop() {
 				start := time.Now()
-				mod, err := rt.InstantiateModule(ctx, compiled, cfg)
-				if err != nil {
+				if err := bare.Call(context.Background()); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := mod.ExportedFunction("mcpwh_call").Call(ctx); err != nil {
-					b.Fatal(err)
-				}
-				mod.Close(ctx)
 				lat.add(time.Since(start))
 			}
 			lat.report()
+		})
+	}
+}
+
+func newBare(b *testing.B, path, tool, args string) *harness.Bare {
+	bare, err := harness.NewBare(context.Background(), testenv.CacheDir(), testenv.Path(path), tool, args)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { bare.Close(context.Background()) })
+	return bare
+}
+
+// BenchmarkFigure1 is figure 1 of docs/BENCHMARKS.md in one benchmark: each iteration
+// makes one bare wazero call and one sync tools/call to the real binary over stdio
+// (raw client) of the same module, so both p50s and their ratio come from the same run
+// under the same noise.
+func BenchmarkFigure1(b *testing.B) {
+	for _, g := range guests {
+		b.Run(g.name, func(b *testing.B) {
+			bare := newBare(b, g.path, g.tool, g.args)
+			c := stdioServerOf(b, "memory", testenv.Spec(b, g.plugin, g.path))
+			params := map[string]any{"name": g.plugin + "_" + g.tool, "arguments": json.RawMessage(g.args)}
+			ctx := context.Background()
+			var floor, call []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				if err := bare.Call(ctx); err != nil {
+					b.Fatal(err)
+				}
+				mid := time.Now()
+				res, err := c.Call(ctx, "tools/call", params)
+				if err != nil || strings.Contains(string(res), `"isError":true`) {
+					b.Fatalf("tools/call %s = %s, %v", g.tool, res, err)
+				}
+				floor, call = append(floor, mid.Sub(start)), append(call, time.Since(mid))
+			}
+			p50 := func(d []time.Duration) float64 {
+				slices.Sort(d)
+				return float64(d[len(d)/2].Nanoseconds()) / 1e3
+			}
+			bp, cp := p50(floor), p50(call)
+			b.ReportMetric(bp, "bare-p50-us")
+			b.ReportMetric(cp, "call-p50-us")
+			b.ReportMetric(cp/bp, "ratio")
 		})
 	}
 }
@@ -163,9 +162,6 @@ func BenchmarkToolsCall(b *testing.B) {
 		}
 	}
 }
-
-// nop is a host function that does nothing and returns 0.
-var nop = api.GoModuleFunc(func(_ context.Context, _ api.Module, s []uint64) { s[0] = 0 })
 
 // BenchmarkToolsCallStdio is a sync tools/call round trip to the real binary over
 // stdio, from a raw JSON-RPC client, for the C guest.

@@ -44,14 +44,22 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 // stdioServer starts the real binary serving textkit, with its tasks in store ("bolt"
 // or "memory"), and returns a raw client on its stdio.
 func stdioServer(b *testing.B, store string) *mcptest.Client {
+	return stdioServerOf(b, store, testenv.Spec(b, "textkit", "plugins/textkit/textkit.wasm"))
+}
+
+// stdioServerOf starts the real binary serving plugins, with its tasks in store, and
+// returns a raw client on its stdio.
+func stdioServerOf(b *testing.B, store string, plugins ...plugins.Spec) *mcptest.Client {
 	bin, err := buildBinary()
 	if err != nil {
 		b.Fatal(err)
 	}
-	spec := testenv.Spec(b, "textkit", "plugins/textkit/textkit.wasm")
 	cfg := filepath.Join(b.TempDir(), "config.toml")
 	body := fmt.Sprintf("[server]\ncache_dir = %q\nlog_level = \"warn\"\n[tasks]\nmax_per_client = 100000\ndefault_ttl = \"10s\"\n"+
-		"store = %q\ndata_dir = %q\n[[plugins]]\nname = \"textkit\"\npath = %q\nsha256 = %q\n", testenv.CacheDir(), store, b.TempDir(), spec.Path, spec.SHA256)
+		"store = %q\ndata_dir = %q\n", testenv.CacheDir(), store, b.TempDir())
+	for _, p := range plugins {
+		body += fmt.Sprintf("[[plugins]]\nname = %q\npath = %q\nsha256 = %q\n", p.Name, p.Path, p.SHA256)
+	}
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		b.Fatal(err)
 	}
