@@ -259,10 +259,9 @@ type legacyAck struct {
 // ignored; a subset answers just those.
 func (s *Server) extUpdate(ctx context.Context, ss *mcp.ServerSession, p *updateParams) (*ack, error) {
 	c := callerFrom(ctx, ss)
-	switch {
-	case !c.ext && !c.extLine:
-		return nil, methodNotFound("tasks/update is a method of the Tasks extension; this session chose 2025-11-25 Tasks at initialize")
-	case !c.ext:
+	if !c.ext {
+		// Also on a 2025-11-25 Tasks session, where a request may still declare the
+		// extension for itself (callerOf).
 		return nil, missingExtension("tasks/update belongs to the Tasks extension; declare %q in the client capabilities", extensionID)
 	}
 	if p == nil || p.TaskID == "" {
