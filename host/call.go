@@ -35,7 +35,9 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 			cancel()
 		}
 	}()
-	// Multi round-trip where the server cannot ask mid-call (2026-07-28).
+	// Multi round-trip where the server cannot ask mid-call (2026-07-28), and on the
+	// extension's wire on any session: its clients answer input through it (and
+	// through tasks/update), not as requests from the server.
 	if c.stateless || c.ext {
 		answers, err := s.replayedAnswers(req.Params, t, c)
 		if err != nil {

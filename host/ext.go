@@ -17,7 +17,8 @@ import (
 
 // The MCP 2026-07-28 line: Tasks as the extension io.modelcontextprotocol/tasks
 // (SEP-2663), a second wire over the same task model as the 2025-11-25 methods in
-// tasks.go. Which wire a request gets is decided per request (see callerOf).
+// tasks.go. Which wire a request gets is decided by its session and the request
+// itself (see callerOf).
 
 // extensionID names the Tasks extension in capabilities.extensions.
 const extensionID = "io.modelcontextprotocol/tasks"
@@ -64,13 +65,21 @@ func callerFrom(ctx context.Context, ss *mcp.ServerSession) caller {
 // callerOf describes the sender of one request: its session, the request's _meta and
 // its HTTP extras (nil off HTTP).
 //
-// The Tasks extension is the 2026-07-28 form of Tasks: a request gets its wire when it
-// is a 2026-07-28 request whose client declared the extension (per request, as every
-// capability on that version). Every 2025-11-25 (or older) session gets 2025-11-25
-// Tasks, even if its client declared the extension in initialize: the extension's
-// own client library (ext-tasks 0.2.2) uses it only on 2026-07-28 and follows
-// capabilities.tasks before, and the MCP Inspector 2.12.0 declares the extension on
-// its 2025-11-25 connections while expecting 2025-11-25 Tasks there.
+// Which Tasks a request gets:
+//   - 2026-07-28 (stateless): the extension's wire if the request declares the
+//     extension (capabilities are per request there); if not, -32021 for task
+//     methods and required-task tools, and optional tools run synchronously.
+//   - a stateful (2025-11-25 or older) session chooses at initialize, once
+//     (extensionSession): the extension if its client declared it in
+//     capabilities.extensions, did not declare 2025-11-25's capabilities.tasks and is
+//     not the MCP Inspector (which declares it there without speaking it); its
+//     requests are then answered as on 2026-07-28, with what the 2025-11-25 schema
+//     requires of the messages both share. Otherwise 2025-11-25 Tasks, where a
+//     request may still declare the extension for itself in _meta (SEP-2575's
+//     per-request capabilities) and is then answered on the extension's wire.
+//
+// The task model is one: a task is its owner's whichever wire created it, and each
+// request reads it in its own wire's form.
 //
 // The owner of tasks is the requester as far as the server can tell it apart: the
 // local user on stdio, the session on stateful HTTP (2025-11-25 and older), and on
@@ -109,7 +118,7 @@ func callerOf(ss *mcp.ServerSession, meta mcp.Meta, extra *mcp.RequestExtra) cal
 		c.extLine, c.ext = true, hasExtension(c.caps)
 	case extensionSession(init):
 		c.extLine, c.ext = true, true
-	default:
+	default: // 2025-11-25 Tasks; a request may opt into the extension
 		c.ext = optIn
 	}
 	return c

@@ -183,8 +183,8 @@ func (s *Server) registerTaskMethods() error {
 	)
 }
 
-// legacyOnly refuses, on 2026-07-28, a 2025-11-25 method that the Tasks extension
-// removed.
+// legacyOnly refuses, on the extension's line (2026-07-28, or a session that chose the
+// extension), a 2025-11-25 method that the Tasks extension removed.
 func legacyOnly(c caller, method string) error {
 	if c.extLine {
 		return methodNotFound("%s is not part of the Tasks extension (%s): tasks/get inlines the result", method, extensionID)
@@ -193,8 +193,8 @@ func legacyOnly(c caller, method string) error {
 }
 
 // extGate answers the wire a tasks/get or tasks/cancel comes in on: the extension's
-// (true), the 2025-11-25 one (false), or an error for a 2026-07-28 client that did not
-// declare the extension.
+// (true), the 2025-11-25 one (false), or an error for a request on the extension's
+// line that did not declare the extension.
 func extGate(c caller, method string) (bool, error) {
 	switch {
 	case c.ext:
@@ -466,10 +466,10 @@ func firstText(res *mcp.CallToolResult, n int) string {
 	return "(no text)"
 }
 
-// initializeResult puts 2025-11-25's capabilities.tasks in the SDK's
-// InitializeResult in place of the extension, which server/discover shows: an
-// initialize is a 2025-11-25 (or older) session, which gets 2025-11-25 Tasks
-// (callerOf). Never both on one session.
+// initializeResult shows the session's Tasks in the SDK's InitializeResult: the
+// extension (as server/discover does) for a session that chose it
+// (extensionSession), else 2025-11-25's capabilities.tasks in its place. Never both
+// on one session.
 type initializeResult struct {
 	*mcp.InitializeResult
 	ext bool // the session chose the extension (extensionSession)
