@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -142,12 +143,17 @@ type liftConn struct {
 	mcp.Connection
 	srv  *Server
 	once sync.Once
+	ext  atomic.Bool // its session chose the Tasks extension (extensionSession)
 }
 
 func (c *liftConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if req, ok := msg.(*jsonrpc.Request); ok {
 		req.Params = liftParams(req.Method, req.Params)
+		if req.Method == "initialize" {
+			var p mcp.InitializeParams
+			c.ext.Store(json.Unmarshal(req.Params, &p) == nil && extensionSession(&p))
+		}
 	}
 	return msg, err
 }

@@ -181,6 +181,9 @@ func checkExtensionSession(t *testing.T, c *mcptest.Client, elicits bool) {
 	if e := c.CallErr("tasks/get", map[string]any{"taskId": "nope"}); e == nil || e.Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("tasks/get of an unknown task = %v, want -32602", e)
 	}
+	if n := c.NotificationsOf("notifications/tasks/status"); len(n) != 0 {
+		t.Errorf("2025-11-25's notifications/tasks/status sent to an extension session: %v", n[0].Params)
+	}
 	// A required tool without params.task is a task too.
 	var failing extTask
 	c.MustCall("tools/call", map[string]any{"name": "failing_job", "arguments": map[string]any{}}, &failing)
