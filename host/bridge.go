@@ -22,8 +22,9 @@ import (
 //     tasks/result or a pushed request on 2025-11-25 (push), by tasks/update on the
 //     Tasks extension;
 //   - in a synchronous call on a stateless session (2026-07-28), where the server
-//     cannot send requests: from the answers the client gave in earlier rounds, in
-//     order (mrtr), and past them the call ends with InputRequiredResult;
+//     cannot send requests, or on the extension's wire: from the answers the client
+//     gave in earlier rounds, in order (mrtr), and past them the call ends with
+//     InputRequiredResult;
 //   - otherwise straight to the client, as a request on the session.
 type bridge struct {
 	session       *mcp.ServerSession

@@ -35,8 +35,10 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 			cancel()
 		}
 	}()
-	// Multi round-trip where the server cannot ask mid-call (2026-07-28).
-	if c.stateless {
+	// Multi round-trip where the server cannot ask mid-call (2026-07-28), and on the
+	// extension's wire on any session: its clients answer input through it (and
+	// through tasks/update), not as requests from the server.
+	if c.stateless || c.ext {
 		answers, err := s.replayedAnswers(req.Params, t, c)
 		if err != nil {
 			return nil, err
@@ -117,7 +119,11 @@ func (s *Server) inputRequired(t *plugins.Tool, args json.RawMessage, c caller, 
 	if err != nil {
 		return nil, invalidParams("%v", err)
 	}
-	return &inputRequiredResult{ResultType: "input_required", InputRequests: reqs, RequestState: state}, nil
+	res := &inputRequiredResult{ResultType: "input_required", InputRequests: reqs, RequestState: state}
+	if !c.stateless {
+		res.Content = &[]mcp.Content{}
+	}
+	return res, nil
 }
 
 // replayedAnswers checks a repeated call's requestState and returns every answer the

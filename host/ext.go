@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -16,7 +17,8 @@ import (
 
 // The MCP 2026-07-28 line: Tasks as the extension io.modelcontextprotocol/tasks
 // (SEP-2663), a second wire over the same task model as the 2025-11-25 methods in
-// tasks.go. Which wire a request gets is decided per request (see callerOf).
+// tasks.go. Which wire a request gets is decided by its session and the request
+// itself (see callerOf).
 
 // extensionID names the Tasks extension in capabilities.extensions.
 const extensionID = "io.modelcontextprotocol/tasks"
@@ -39,7 +41,8 @@ const (
 type caller struct {
 	owner     string                  // who owns the tasks it creates and may see them
 	caps      *mcp.ClientCapabilities // the client's capabilities for this request
-	ext       bool                    // it declared the Tasks extension: the extension's wire
+	ext       bool                    // this request gets the Tasks extension's wire
+	extLine   bool                    // its session is on the extension's line: task methods need the extension
 	stateless bool                    // protocol 2026-07-28 or later: no server-to-client requests
 }
 
@@ -62,13 +65,21 @@ func callerFrom(ctx context.Context, ss *mcp.ServerSession) caller {
 // callerOf describes the sender of one request: its session, the request's _meta and
 // its HTTP extras (nil off HTTP).
 //
-// The Tasks extension is the 2026-07-28 form of Tasks: a request gets its wire when it
-// is a 2026-07-28 request whose client declared the extension (per request, as every
-// capability on that version). Every 2025-11-25 (or older) session gets 2025-11-25
-// Tasks, even if its client declared the extension in initialize: the extension's
-// own client library (ext-tasks 0.2.2) uses it only on 2026-07-28 and follows
-// capabilities.tasks before, and the MCP Inspector 2.12.0 declares the extension on
-// its 2025-11-25 connections while expecting 2025-11-25 Tasks there.
+// Which Tasks a request gets:
+//   - 2026-07-28 (stateless): the extension's wire if the request declares the
+//     extension (capabilities are per request there); if not, -32021 for task
+//     methods and required-task tools, and optional tools run synchronously.
+//   - a stateful (2025-11-25 or older) session chooses at initialize, once
+//     (extensionSession): the extension if its client declared it in
+//     capabilities.extensions, did not declare 2025-11-25's capabilities.tasks and is
+//     not the MCP Inspector (which declares it there without speaking it); its
+//     requests are then answered as on 2026-07-28, with what the 2025-11-25 schema
+//     requires of the messages both share. Otherwise 2025-11-25 Tasks, where a
+//     request may still declare the extension for itself in _meta (SEP-2575's
+//     per-request capabilities) and is then answered on the extension's wire.
+//
+// The task model is one: a task is its owner's whichever wire created it, and each
+// request reads it in its own wire's form.
 //
 // The owner of tasks is the requester as far as the server can tell it apart: the
 // local user on stdio, the session on stateful HTTP (2025-11-25 and older), and on
@@ -86,10 +97,7 @@ func callerOf(ss *mcp.ServerSession, meta mcp.Meta, extra *mcp.RequestExtra) cal
 	}
 	c.caps = init.Capabilities
 	c.stateless = init.ProtocolVersion > newestLegacyVersion
-	if !c.stateless {
-		return c
-	}
-	if ss.ID() == "" && extra != nil && extra.Header != nil {
+	if c.stateless && ss.ID() == "" && extra != nil && extra.Header != nil {
 		c.owner = anonymousOwner
 		if ti := extra.TokenInfo; ti != nil && ti.UserID != "" {
 			c.owner = "user:" + ti.UserID
@@ -97,13 +105,22 @@ func callerOf(ss *mcp.ServerSession, meta mcp.Meta, extra *mcp.RequestExtra) cal
 	}
 	// The SDK puts a 2026-07-28 request's capabilities in its session; a request
 	// that restates them in _meta (on stdio, say) is taken at its word too.
+	optIn := false
 	if raw, ok := meta[clientCapsMetaKey]; ok {
 		var caps mcp.ClientCapabilities
 		if b, err := json.Marshal(raw); err == nil && json.Unmarshal(b, &caps) == nil {
 			c.caps = &caps
+			optIn = hasExtension(&caps)
 		}
 	}
-	c.ext = hasExtension(c.caps)
+	switch {
+	case c.stateless:
+		c.extLine, c.ext = true, hasExtension(c.caps)
+	case extensionSession(init):
+		c.extLine, c.ext = true, true
+	default: // 2025-11-25 Tasks; a request may opt into the extension
+		c.ext = optIn
+	}
 	return c
 }
 
@@ -129,6 +146,7 @@ type extTask struct {
 	CreatedAt      string                  `json:"createdAt"`
 	LastUpdatedAt  string                  `json:"lastUpdatedAt"`
 	TTLMs          int64                   `json:"ttlMs"`
+	TTL            *int64                  `json:"ttl,omitempty"` // on a 2025-11-25 session (legacySchema)
 	PollIntervalMs int64                   `json:"pollIntervalMs,omitempty"`
 	Result         json.RawMessage         `json:"result,omitempty"`
 	Error          *tasks.Error            `json:"error,omitempty"`
@@ -213,16 +231,36 @@ func (s *Server) extGet(ctx context.Context, c caller, id string) (*extTask, err
 	if err != nil {
 		return nil, taskError(err, id)
 	}
-	return detailed(t, inputs), nil
+	d := detailed(t, inputs)
+	if !c.stateless {
+		d.TTL = &d.TTLMs // 2025-11-25's GetTaskResult requires ttl
+	}
+	return d, nil
 }
 
-func (s *Server) extCancel(ctx context.Context, c caller, id string) (*ack, error) {
-	_, err := s.tasks.Cancel(ctx, c.owner, id)
-	if err != nil && !errors.Is(err, tasks.ErrTerminal) {
+func (s *Server) extCancel(ctx context.Context, c caller, id string) (mcp.Result, error) {
+	t, err := s.tasks.Cancel(ctx, c.owner, id)
+	if errors.Is(err, tasks.ErrTerminal) {
+		// Cancelling a finished task changes nothing and is acknowledged all the same.
+		t, err = s.tasks.Get(ctx, c.owner, id)
+	}
+	if err != nil {
 		return nil, taskError(err, id)
 	}
-	// Cancelling a finished task changes nothing and is acknowledged all the same.
+	if !c.stateless {
+		// On a 2025-11-25 session the acknowledgement also carries what that
+		// version's schema requires of a tasks/cancel result (CancelTaskResult: the
+		// task), so that the session's own SDKs and validators accept it.
+		return &legacyAck{ResultType: "complete", wireTask: toWire(t)}, nil
+	}
 	return &ack{ResultType: "complete"}, nil
+}
+
+// legacyAck is the extension's tasks/cancel acknowledgement on a 2025-11-25 session.
+type legacyAck struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+	wireTask
 }
 
 // extUpdate answers pending input requests of a task: each key of inputResponses
@@ -230,10 +268,9 @@ func (s *Server) extCancel(ctx context.Context, c caller, id string) (*ack, erro
 // ignored; a subset answers just those.
 func (s *Server) extUpdate(ctx context.Context, ss *mcp.ServerSession, p *updateParams) (*ack, error) {
 	c := callerFrom(ctx, ss)
-	switch {
-	case !c.stateless:
-		return nil, methodNotFound("tasks/update is a method of the Tasks extension of MCP 2026-07-28; this session is on %s", ss.InitializeParams().ProtocolVersion)
-	case !c.ext:
+	if !c.ext {
+		// Also on a 2025-11-25 Tasks session, where a request may still declare the
+		// extension for itself (callerOf).
 		return nil, missingExtension("tasks/update belongs to the Tasks extension; declare %q in the client capabilities", extensionID)
 	}
 	if p == nil || p.TaskID == "" {
@@ -257,17 +294,17 @@ func (s *Server) extUpdate(ctx context.Context, ss *mcp.ServerSession, p *update
 func (s *Server) callToolExt(ctx context.Context, req *mcp.CallToolRequest, t *plugins.Tool, c caller, next mcp.MethodHandler) (mcp.Result, error) {
 	switch {
 	case t.TaskSupport == plugins.TaskForbidden:
-		return extSync(next(ctx, "tools/call", req))
+		return c.sync(next(ctx, "tools/call", req))
 	case t.TaskSupport == plugins.TaskRequired && !c.ext:
 		return nil, missingExtension("tool %q runs only as a task; declare the %q extension in the client capabilities", t.Name, extensionID)
 	case !c.ext:
-		return extSync(next(ctx, "tools/call", req)) // optional: synchronously
+		return c.sync(next(ctx, "tools/call", req)) // optional: synchronously
 	}
 	if err := t.CheckArguments(req.Params.Arguments); err != nil {
 		return nil, invalidParams("%v", err)
 	}
 	if t.GuestStartsTask {
-		return extSync(s.callSync(ctx, req, t, c, true))
+		return c.sync(s.callSync(ctx, req, t, c, true))
 	}
 	task, err := s.startTask(req, t, c, 0, nil)
 	if err != nil {
@@ -292,7 +329,7 @@ func (s *Server) startTask(req *mcp.CallToolRequest, t *plugins.Tool, c caller, 
 	// response stream that has closed.
 	task, err := s.tasks.Start(context.Background(), c.owner, ttl, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
 		b := &bridge{session: ss, tool: t, logger: s.logger, progressToken: progressToken, srv: s, caps: c.caps,
-			task: h, owner: c.owner, push: !c.stateless}
+			task: h, owner: c.owner, push: !c.stateless && !c.ext}
 		res, err := run(ctx, b)
 		return taskOutcome(res, err)
 	})
@@ -326,15 +363,19 @@ func taskOutcome(res *mcp.CallToolResult, err error) (json.RawMessage, string, *
 	return raw, "", nil
 }
 
-// extSync shapes a synchronous answer for the extension's wire and 2026-07-28: a
+// sync shapes a synchronous answer for the extension's wire and 2026-07-28: a
 // result says resultType "complete", a request for input is an InputRequiredResult.
-func extSync(res mcp.Result, err error) (mcp.Result, error) {
+func (c caller) sync(res mcp.Result, err error) (mcp.Result, error) {
 	if err != nil {
 		return nil, err
 	}
 	if r, ok := res.(*mcp.CallToolResult); ok {
 		if r.NeedsInput() || r.InputRequests != nil {
-			return &inputRequiredResult{ResultType: "input_required", InputRequests: r.InputRequests, RequestState: r.RequestState}, nil
+			ir := &inputRequiredResult{ResultType: "input_required", InputRequests: r.InputRequests, RequestState: r.RequestState}
+			if !c.stateless {
+				ir.Content = &[]mcp.Content{}
+			}
+			return ir, nil
 		}
 		return &completeResult{r}, nil
 	}
@@ -364,4 +405,36 @@ type inputRequiredResult struct {
 	ResultType    string              `json:"resultType"`
 	InputRequests mcp.InputRequestMap `json:"inputRequests"`
 	RequestState  string              `json:"requestState"`
+	Content       *[]mcp.Content      `json:"content,omitempty"` // on a 2025-11-25 session, whose CallToolResult requires it
 }
+
+// extensionSession reports whether a stateful (2025-11-25 or older) session is on the
+// Tasks extension's line, from its initialize: its client declared the extension in
+// capabilities.extensions, did not declare 2025-11-25's capabilities.tasks (a client
+// that declares both speaks 2025-11-25 Tasks, the session's own version), and is not
+// one known to declare the extension without speaking it before 2026-07-28
+// (extensionIgnoredBy). Every other stateful session gets 2025-11-25 Tasks.
+//
+// The 2025-11-25 schema has no capabilities.extensions (SEP-2133 extensions arrive with
+// 2026-07-28), so on such a session the member is a non-standard capability that a
+// client may mean or not: the conformance suite's stateful client means it; the MCP
+// Inspector 2.x does not (see extensionIgnoredBy). Nothing else in their initialize
+// tells them apart.
+func extensionSession(init *mcp.InitializeParams) bool {
+	if init == nil || init.ProtocolVersion > newestLegacyVersion || !hasExtension(init.Capabilities) {
+		return false
+	}
+	if _, legacy := init.Meta[clientTasksMetaKey]; legacy {
+		return false
+	}
+	return init.ClientInfo == nil || !slices.Contains(extensionIgnoredBy, init.ClientInfo.Name)
+}
+
+// extensionIgnoredBy names (clientInfo.name) clients that declare the Tasks extension
+// in a 2025-11-25 initialize but speak 2025-11-25 Tasks there: the MCP Inspector 2.x
+// (2.12.0 checked) declares every extension it knows by default, "harmless on legacy
+// (extensions ignored)" in its source, and on a 2025-11-25 connection follows only
+// capabilities.tasks. Served the extension, its CLI sends a required-task tool call
+// without params.task, takes the extension's task handle for the tool's result and
+// prints it (empty content); the task's outcome is lost. Its CLI, TUI and web client.
+var extensionIgnoredBy = []string{"inspector-cli", "inspector-tui", "mcp-inspector"}

@@ -121,32 +121,7 @@ func TestExtCapabilities(t *testing.T) {
 	if len(disc.Supported) == 0 || disc.Supported[0] != "2026-07-28" {
 		t.Errorf("supportedVersions = %v", disc.Supported)
 	}
-	// An initialize is a 2025-11-25 session: 2025-11-25 Tasks, whatever its client
-	// declared, and never the extension beside them.
-	for _, caps := range []map[string]any{{}, mcptest.TasksExtension()} {
-		cl := mcptest.DialWith(t, f.httpTransport(), nil, caps)
-		var init struct {
-			Capabilities map[string]json.RawMessage `json:"capabilities"`
-		}
-		if err := json.Unmarshal(cl.Init, &init); err != nil {
-			t.Fatal(err)
-		}
-		if _, legacy := init.Capabilities["tasks"]; !legacy || strings.Contains(string(init.Capabilities["extensions"]), "io.modelcontextprotocol/tasks") {
-			t.Errorf("initialize (client capabilities %v) capabilities = %s", caps, init.Capabilities)
-		}
-		// Its client gets 2025-11-25 answers: a nested CreateTaskResult for params.task,
-		// a synchronous result without it, and no tasks/update.
-		task := cl.CreateTask("slow_compute", map[string]any{"seconds": 0}, map[string]any{}, nil)
-		cl.WaitStatus(task.TaskID, "completed")
-		var sync toolResult
-		cl.MustCall("tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 0}}, &sync)
-		if sync.ResultType != "" || !strings.Contains(sync.text(), "Computed") {
-			t.Errorf("optional tool without params.task on 2025-11-25 = %+v", sync)
-		}
-		if e := cl.CallErr("tasks/update", map[string]any{"taskId": task.TaskID, "inputResponses": map[string]any{}}); e.Code != jsonrpc.CodeMethodNotFound {
-			t.Errorf("tasks/update on 2025-11-25 = %v, want -32601", e)
-		}
-	}
+	// Which stateful sessions get the extension: session_test.go.
 }
 
 func TestExtLifecycle(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,6 +19,68 @@ import (
 // go-sdk would otherwise drop while decoding. A client-supplied value under this key
 // is deleted first, so it can only ever hold what the client sent as params.task.
 const taskMetaKey = "io.github.mcp-wasmhost/task"
+
+// clientTasksMetaKey is where the transport layer records, in initialize params, that
+// the client declared 2025-11-25's capabilities.tasks, which the go-sdk drops while
+// decoding (its ClientCapabilities has no such member). A client-supplied value under
+// this key is deleted first.
+const clientTasksMetaKey = "io.github.mcp-wasmhost/client-tasks"
+
+// liftClientTasks rewrites initialize params: a capabilities.tasks object is recorded
+// as params._meta[clientTasksMetaKey] = true (see extensionSession). Params that are
+// not a JSON object are returned unchanged, for the SDK to refuse.
+func liftClientTasks(params json.RawMessage) json.RawMessage {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(params, &p); err != nil || p == nil {
+		return params
+	}
+	var meta map[string]json.RawMessage
+	if raw, ok := p["_meta"]; ok {
+		if err := json.Unmarshal(raw, &meta); err != nil || meta == nil {
+			return params
+		}
+	}
+	var caps map[string]json.RawMessage
+	if raw, ok := p["capabilities"]; ok && json.Unmarshal(raw, &caps) != nil {
+		return params
+	}
+	_, spoofed := meta[clientTasksMetaKey]
+	tasks, declared := caps["tasks"]
+	declared = declared && bytes.HasPrefix(bytes.TrimSpace(tasks), []byte("{"))
+	if !spoofed && !declared {
+		return params
+	}
+	delete(meta, clientTasksMetaKey)
+	if declared {
+		if meta == nil {
+			meta = map[string]json.RawMessage{}
+		}
+		meta[clientTasksMetaKey] = json.RawMessage("true")
+	}
+	if meta != nil {
+		b, err := json.Marshal(meta)
+		if err != nil {
+			return params
+		}
+		p["_meta"] = b
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return params
+	}
+	return b
+}
+
+// liftParams applies the lift for method to a request's params.
+func liftParams(method string, params json.RawMessage) json.RawMessage {
+	switch method {
+	case "tools/call":
+		return liftTask(params)
+	case "initialize":
+		return liftClientTasks(params)
+	}
+	return params
+}
 
 // liftTask rewrites tools/call params: params.task moves into params._meta[taskMetaKey].
 // Params that are not a JSON object are returned unchanged, for the SDK to refuse.
@@ -80,12 +143,17 @@ type liftConn struct {
 	mcp.Connection
 	srv  *Server
 	once sync.Once
+	ext  atomic.Bool // its session chose the Tasks extension (extensionSession)
 }
 
 func (c *liftConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" {
-		req.Params = liftTask(req.Params)
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		req.Params = liftParams(req.Method, req.Params)
+		if req.Method == "initialize" {
+			var p mcp.InitializeParams
+			c.ext.Store(json.Unmarshal(req.Params, &p) == nil && extensionSession(&p))
+		}
 	}
 	return msg, err
 }
@@ -144,11 +212,13 @@ func liftHTTP(stateful, stateless http.Handler) http.Handler {
 	})
 }
 
-// liftBody lifts params.task in a single JSON-RPC tools/call message.
+// liftBody lifts params.task in a single JSON-RPC tools/call message, and a
+// declared capabilities.tasks in an initialize (liftParams).
 func liftBody(body []byte) []byte {
 	// Most requests (tasks/get, ...) are left undecoded; a body with any JSON escape
 	// is decoded, since the method name could be written with escapes.
-	if !bytes.Contains(body, []byte("tools/call")) && !bytes.Contains(body, []byte(`\`)) {
+	if !bytes.Contains(body, []byte("tools/call")) && !bytes.Contains(body, []byte("initialize")) &&
+		!bytes.Contains(body, []byte(`\`)) {
 		return body
 	}
 	var msg map[string]json.RawMessage
@@ -156,10 +226,10 @@ func liftBody(body []byte) []byte {
 		return body
 	}
 	var method string
-	if json.Unmarshal(msg["method"], &method) != nil || method != "tools/call" || msg["params"] == nil {
+	if json.Unmarshal(msg["method"], &method) != nil || (method != "tools/call" && method != "initialize") || msg["params"] == nil {
 		return body
 	}
-	msg["params"] = liftTask(msg["params"])
+	msg["params"] = liftParams(method, msg["params"])
 	b, err := json.Marshal(msg)
 	if err != nil {
 		return body

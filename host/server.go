@@ -140,7 +140,9 @@ func (s *Server) removeStream(c *liftConn) {
 
 // taskChanged sends notifications/tasks/status where the transport allows a server
 // notification outside a request: on stream transports, whose tasks the local user
-// owns. The go-sdk has no API for it on Streamable HTTP; the spec makes it optional.
+// owns, except to sessions on the Tasks extension, where this 2025-11-25 notification
+// does not exist. The go-sdk has no API for it on Streamable HTTP; the spec makes it
+// optional.
 func (s *Server) taskChanged(t tasks.Task) {
 	if t.Owner != localOwner {
 		return
@@ -148,7 +150,9 @@ func (s *Server) taskChanged(t tasks.Task) {
 	s.mu.Lock()
 	conns := make([]*liftConn, 0, len(s.streams))
 	for c := range s.streams {
-		conns = append(conns, c)
+		if !c.ext.Load() {
+			conns = append(conns, c)
+		}
 	}
 	s.mu.Unlock()
 	for _, c := range conns {

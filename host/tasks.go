@@ -183,23 +183,23 @@ func (s *Server) registerTaskMethods() error {
 	)
 }
 
-// legacyOnly refuses, on 2026-07-28, a 2025-11-25 method that the Tasks extension
-// removed.
+// legacyOnly refuses, on the extension's line (2026-07-28, or a session that chose the
+// extension), a 2025-11-25 method that the Tasks extension removed.
 func legacyOnly(c caller, method string) error {
-	if c.stateless {
+	if c.extLine {
 		return methodNotFound("%s is not part of the Tasks extension (%s): tasks/get inlines the result", method, extensionID)
 	}
 	return nil
 }
 
 // extGate answers the wire a tasks/get or tasks/cancel comes in on: the extension's
-// (true), the 2025-11-25 one (false), or an error for a 2026-07-28 client that did not
-// declare the extension.
+// (true), the 2025-11-25 one (false), or an error for a request on the extension's
+// line that did not declare the extension.
 func extGate(c caller, method string) (bool, error) {
 	switch {
 	case c.ext:
 		return true, nil
-	case c.stateless:
+	case c.extLine:
 		return false, missingExtension("%s belongs to the Tasks extension; declare %q in the client capabilities", method, extensionID)
 	}
 	return false, nil
@@ -377,12 +377,13 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "initialize":
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.InitializeResult); ok && err == nil {
-				return &initializeResult{r}, nil
+				ip, _ := req.GetParams().(*mcp.InitializeParams)
+				return &initializeResult{r, ip != nil && extensionSession(ip)}, nil
 			}
 			return res, err
 		case "tools/list":
 			res, err := next(ctx, method, req)
-			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil && !c.stateless {
+			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil && !c.extLine {
 				return &listToolsResult{r, s.catalog}, nil
 			}
 			return res, err
@@ -419,14 +420,14 @@ func hasExtension(caps *mcp.ClientCapabilities) bool {
 // wire.
 func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, c caller, next mcp.MethodHandler) (mcp.Result, error) {
 	tp, err := taskRequest(req.Params)
-	if err != nil && !c.stateless {
+	if err != nil && !c.ext && !c.extLine {
 		return nil, invalidParams("%v", err)
 	}
 	t, ok := s.catalog.Lookup(req.Params.Name)
 	if !ok {
 		return next(ctx, "tools/call", req) // the SDK answers for unknown tools
 	}
-	if c.stateless {
+	if c.ext || c.extLine {
 		return s.callToolExt(ctx, req, t, c, next)
 	}
 	switch {
@@ -465,12 +466,13 @@ func firstText(res *mcp.CallToolResult, n int) string {
 	return "(no text)"
 }
 
-// initializeResult puts 2025-11-25's capabilities.tasks in the SDK's
-// InitializeResult in place of the extension, which server/discover shows: an
-// initialize is a 2025-11-25 (or older) session, which gets 2025-11-25 Tasks
-// (callerOf). Never both on one session.
+// initializeResult shows the session's Tasks in the SDK's InitializeResult: the
+// extension (as server/discover does) for a session that chose it
+// (extensionSession), else 2025-11-25's capabilities.tasks in its place. Never both
+// on one session.
 type initializeResult struct {
 	*mcp.InitializeResult
+	ext bool // the session chose the extension (extensionSession)
 }
 
 var tasksCapability = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
@@ -483,6 +485,11 @@ func (r *initializeResult) MarshalJSON() ([]byte, error) {
 		}
 		if caps == nil {
 			caps = map[string]json.RawMessage{}
+		}
+		if r.ext {
+			b, err := json.Marshal(caps)
+			m["capabilities"] = b
+			return err
 		}
 		caps["tasks"] = tasksCapability
 		var exts map[string]json.RawMessage

@@ -3,7 +3,8 @@
 # (@modelcontextprotocol/conformance 0.2.0-alpha.12, pinned in package.json) against
 # the real binary serving conformance/config.toml over Streamable HTTP: once on the
 # suite's default wire (2026-07-28: stateless, the Tasks extension) and once with
-# --spec-version 2025-11-25 --force (a stateful initialize handshake).
+# --spec-version 2025-11-25 --force (a stateful initialize handshake whose client
+# declares the Tasks extension).
 #
 # Usage: conformance/alpha/run.sh [BINARY]   (default: builds ./cmd/mcp-wasmhost)
 # Needs `npm ci` in conformance/alpha first (make test does it). Results go to
@@ -68,8 +69,9 @@ run() { # wire, extra flags...
 	done
 }
 run 2026-07-28
-# Every scenario is an expected failure there (see the file), some by waiting out a
-# synchronous slow_compute: a shorter timeout keeps the run short.
+# Forced onto a stateful 2025-11-25 session, whose client declares the extension at
+# initialize and so gets it (four scenarios still fail there; the file says why). A
+# shorter timeout keeps a run that goes wrong short.
 run 2025-11-25 --spec-version 2025-11-25 --force --timeout 8000
 if ! kill -0 "$pid" 2>/dev/null; then
 	echo "the server died:" >&2

@@ -44,6 +44,15 @@ func Dial(t testing.TB, transport mcp.Transport, onRequest func(*jsonrpc.Request
 // DialWith is Dial declaring the client capabilities caps.
 func DialWith(t testing.TB, transport mcp.Transport, onRequest func(*jsonrpc.Request) (any, error), caps map[string]any) *Client {
 	t.Helper()
+	return DialInitialize(t, transport, onRequest, map[string]any{
+		"protocolVersion": "2025-11-25", "capabilities": caps,
+		"clientInfo": map[string]any{"name": "raw", "version": "1"},
+	})
+}
+
+// DialInitialize is Dial sending params as the initialize params, as they are.
+func DialInitialize(t testing.TB, transport mcp.Transport, onRequest func(*jsonrpc.Request) (any, error), params map[string]any) *Client {
+	t.Helper()
 	conn, err := transport.Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -51,10 +60,7 @@ func DialWith(t testing.TB, transport mcp.Transport, onRequest func(*jsonrpc.Req
 	c := &Client{t: t, Conn: conn, pending: map[int64]chan *jsonrpc.Response{}, onRequest: onRequest}
 	go c.readLoop()
 	t.Cleanup(func() { conn.Close() })
-	c.MustCall("initialize", map[string]any{
-		"protocolVersion": "2025-11-25", "capabilities": caps,
-		"clientInfo": map[string]any{"name": "raw", "version": "1"},
-	}, &c.Init)
+	c.MustCall("initialize", params, &c.Init)
 	if err := conn.Write(context.Background(), &jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -228,4 +234,11 @@ func (c *Client) CallErr0(method string, params any) *jsonrpc.Error {
 	_, err := c.Call(context.Background(), method, params)
 	werr, _ := err.(*jsonrpc.Error)
 	return werr
+}
+
+// Requests returns the requests the server has sent so far (elicitation/create, ...).
+func (c *Client) Requests() []*jsonrpc.Request {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*jsonrpc.Request(nil), c.requests...)
 }
