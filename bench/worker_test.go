@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 // of the process boundary per call. "spawn" starts a worker per call instead, the
 // alternative to keeping one per plugin.
 func BenchmarkIsolation(b *testing.B) {
-	sup, err := worker.NewSupervisor(worker.Options{CacheDir: testenv.CacheDir(), GCPercent: 200})
+	sup, err := worker.NewSupervisor(worker.Options{CacheDir: testenv.CacheDir(), GCPercent: 800}) // as the server sets it for its workers
 	if err != nil {
 		b.Fatal(err)
 	}

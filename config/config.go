@@ -83,8 +83,9 @@ type Server struct {
 	// GCPercent is the Go garbage collector's target (debug.SetGCPercent),
 	// 10..10000: the heap may grow this many percent over the live heap before a
 	// collection. Every call allocates a fresh guest memory, so collections are
-	// frequent; a higher target trades memory for speed. 0 means
-	// DefaultGCPercent. A GOGC environment variable overrides it.
+	// frequent; a higher target trades memory for speed. Worker processes use
+	// four times this target. 0 means DefaultGCPercent. A GOGC environment
+	// variable overrides it in the server process.
 	GCPercent int `toml:"gc_percent"`
 	// MemoryLimitMiB is a soft limit on the Go heap (debug.SetMemoryLimit),
 	// 16..1048576: near it the collector runs as often as needed, whatever
