@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
@@ -31,11 +32,20 @@ func IsWorker(args []string) bool { return len(args) == 2 && args[1] == Arg }
 //	}
 func Main() int {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	if err := Serve(context.Background(), os.Stdin, os.Stdout, logger); err != nil {
+	if err := Serve(context.Background(), pollable(0, "stdin"), pollable(1, "stdout"), logger); err != nil {
 		logger.Error("worker stopped", "err", err)
 		return 1
 	}
 	return 0
+}
+
+// pollable opens an inherited descriptor in non-blocking mode, so that Go's network
+// poller waits on it. os.Stdin blocks its thread in read(2) instead, and the goroutines
+// a frame wakes (a call's cancellation among them) then wait for the scheduler's
+// monitor to take the blocked thread's processor back: up to 20 ms when idle.
+func pollable(fd int, name string) *os.File {
+	_ = syscall.SetNonblock(fd, true) // if it fails, the file works, only blocking
+	return os.NewFile(uintptr(fd), name)
 }
 
 // initDoc is the JSON part of the init frame.

@@ -758,9 +758,8 @@ func (e *Env) Figure6(ctx context.Context) (*Figure, error) {
 			{"cooperative, waiting for input (asker_ask, C)", "cancel < 1 ms, cooperative guest blocked in a host call (p50)", 1,
 				"the answer waits for the instance to be gone; the floor is the tasks/get round trip beside it"},
 			{"cooperative, sleeping (toolbox_slow_count, Go)", "cancel < 1 ms, cooperative guest sleeping between steps (p50)", 1,
-				"a guest inside a WASI sleep (poll_oneoff -> wazero's WithSysNanosleep, a plain time.Sleep that knows no context) is not interrupted: " +
-					"the instance goes only when the current sleep step ends (up to delay_ms; with 50 ms steps a probe gave 7 ms p50, 22 ms max). " +
-					"Fix: a per-call ModuleConfig.WithNanosleep that also returns on the call's context"},
+				"a guest's WASI sleep ends with its call's context (sandbox.sleeper); what remains is the Go guest's own runtime " +
+					"noticing the closed module, and in a worker the cancel frame's trip"},
 			{"hostile (loop_spin, WAT)", "cancel < 100 ms, hostile guest (max)", 100, ""},
 		} {
 			suffix := ", p50"
