@@ -174,7 +174,7 @@ func (e *Env) Figure2(ctx context.Context) (*Figure, error) {
 	d := pick(e, 3*time.Second, 300*time.Millisecond)
 	f := &Figure{N: 2, Title: "Task create -> completed throughput, trivial tool, concurrency 1 / 16 / 256",
 		What: fmt.Sprintf("c workers each loop: `tools/call` with `task` (the trivial tool), then `tasks/get` with no wait until `completed`; "+
-			"tasks completed per second over %s, and the server process's CPU time per task (utime + stime from /proc/PID/stat over the run: less sensitive to the machine's load than the rate). Over stdio all workers share the one connection; over HTTP they share 16 sessions "+
+			"tasks completed per second over %s, and the CPU time per task of the server process and its worker processes (utime + stime from /proc/PID/stat over the run: less sensitive to the machine's load than the rate). Over stdio all workers share the one connection; over HTTP they share 16 sessions "+
 			"(one per worker at c=1). mcp-wasmhost serves `textkit_ping` (C guest, a fresh instance per call).", d),
 		Baseline:  "the same trivial tool (`ping` -> \"pong\", taskSupport optional) served natively by mcp-go v1.2.1 and by the TypeScript SDK 1.32.2, driven by the same client.",
 		Reproduce: "go run ./bench/cmd/benchall -figures 2"}
@@ -271,7 +271,7 @@ func (e *Env) Figure3(ctx context.Context) (*Figure, error) {
 	d := pick(e, 3*time.Second, 300*time.Millisecond)
 	f := &Figure{N: 3, Title: "tasks/get throughput",
 		What: fmt.Sprintf("16 workers, each with its own session (over stdio: one shared connection) and its own completed task, "+
-			"send `tasks/get` back to back for %s; also the server process's CPU time per get.", d),
+			"send `tasks/get` back to back for %s; also the CPU time per get of the server and its worker processes.", d),
 		Baseline:  "the native peers answering `tasks/get` for their own tasks, same client.",
 		Reproduce: "go run ./bench/cmd/benchall -figures 3"}
 	var servers []Server
@@ -347,7 +347,7 @@ func (e *Env) Figure3(ctx context.Context) (*Figure, error) {
 // process's RSS before and after parking n tasks whose guests wait for user input.
 func (e *Env) Figure4(ctx context.Context) (*Figure, error) {
 	f := &Figure{N: 4, Title: "Memory per parked input_required task",
-		What: fmt.Sprintf("over stdio: VmRSS of the server process (/proc/PID/status) before and after parking "+
+		What: fmt.Sprintf("over stdio: VmRSS of the server process and its worker processes (/proc/PID/status) before and after parking "+
 			"%d tasks (C) / %d tasks (Go) whose guests are blocked in their request for user input (the client never answers); "+
 			"the delta divided by the number of tasks, after one warm-up task (parked and cancelled); each reading waits for the RSS "+
 			"to settle. RSS also holds garbage the collector has not reclaimed yet (the server runs at gc_percent 200), so a sample "+
@@ -522,7 +522,7 @@ func (e *Env) Figure5(ctx context.Context) (*Figure, error) {
 			"plugins/toolbox/toolbox.wasm under different names, each with its own custom section so that each is a distinct module "+
 			"to compile and cache. Cold: an empty cache directory; warm: the next start on the same directory.", n),
 		Baseline: "the same binary with one of the Go plugins, and with only the C plugin textkit (warm): the process's own start; " +
-			"the native peers' start to `tools/list`. Each start is also given as the CPU time the server process used until the answer " +
+			"the native peers' start to `tools/list`. Each start is also given as the CPU time the server process and its worker processes used until the answer " +
 			"(utime + stime from /proc/PID/stat, 10 ms ticks), which depends far less on the machine's load than the wall time.",
 		Reproduce: "go run ./bench/cmd/benchall -figures 5"}
 	dir, err := e.TempDir()

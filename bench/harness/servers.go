@@ -149,9 +149,25 @@ func (p *Proc) Stop() error {
 	return fmt.Errorf("%s did not stop within 10 s of SIGTERM; killed", p.Server.Name)
 }
 
-// RSS is the server's resident set (VmRSS of /proc/PID/status) in bytes.
+// RSS is the resident set (VmRSS of /proc/PID/status), in bytes, of the server and of
+// the processes it started (mcp-wasmhost's worker processes, where its plugins run).
 func (p *Proc) RSS() (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID()))
+	var total int64
+	for _, pid := range family(p.PID()) {
+		n, err := vmRSS(pid)
+		if err != nil {
+			if pid != p.PID() {
+				continue // a worker that just exited
+			}
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func vmRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -159,39 +175,89 @@ func (p *Proc) RSS() (int64, error) {
 		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			f := strings.Fields(rest)
 			if len(f) != 2 || f[1] != "kB" {
-				return 0, fmt.Errorf("/proc/%d/status: unexpected %q", p.PID(), line)
+				return 0, fmt.Errorf("/proc/%d/status: unexpected %q", pid, line)
 			}
 			kb, err := strconv.ParseInt(f[0], 10, 64)
 			return kb * 1024, err
 		}
 	}
-	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", p.PID())
+	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
 }
 
-// CPU is the processor time (user + system) the server process has used so far, from
-// /proc/PID/stat, in clock ticks of 10 ms. Unlike wall time it hardly depends on what
-// else the machine is doing.
+// CPU is the processor time (user + system) the server has used so far, with that of
+// the processes it started (worker processes: live ones, and those it has reaped),
+// from /proc/PID/stat, in clock ticks of 10 ms. Unlike wall time it hardly depends on
+// what else the machine is doing.
 func (p *Proc) CPU() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID()))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) is in parentheses and may hold spaces: count from
-	// the last ')'. utime and stime are fields 14 and 15.
-	i := strings.LastIndexByte(string(b), ')')
-	f := strings.Fields(string(b[i+1:]))
-	if i < 0 || len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected %q", p.PID(), b)
-	}
 	var ticks int64
-	for _, s := range f[11:13] {
-		n, err := strconv.ParseInt(s, 10, 64)
+	for _, pid := range family(p.PID()) {
+		f, err := statFields(pid)
 		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", p.PID(), err)
+			if pid != p.PID() {
+				continue
+			}
+			return 0, err
 		}
-		ticks += n
+		last := 13 // utime, stime
+		if pid == p.PID() {
+			last = 15 // and cutime, cstime: children it has waited for
+		}
+		for _, s := range f[11:last] {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+			}
+			ticks += n
+		}
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
+// statFields returns the fields of /proc/PID/stat after the command name: field 3
+// (state) is f[0], ppid f[1], utime f[11] ... cstime f[14].
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: count from
+	// the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, b)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 15 {
+		return nil, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, b)
+	}
+	return f, nil
+}
+
+// family returns pid and its live descendants.
+func family(pid int) []int {
+	parent := map[int]int{}
+	if entries, err := os.ReadDir("/proc"); err == nil {
+		for _, e := range entries {
+			child, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if f, err := statFields(child); err == nil {
+				if pp, err := strconv.Atoi(f[1]); err == nil {
+					parent[child] = pp
+				}
+			}
+		}
+	}
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		for child, pp := range parent {
+			if pp == out[i] {
+				out = append(out, child)
+			}
+		}
+	}
+	return out
 }
 
 // Stderr is the end of what the server wrote to stderr.
