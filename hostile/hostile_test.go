@@ -48,7 +48,7 @@ const timeout = time.Second
 // slowTimeout is the time limit of the memory bomb and the stack overflow: a Go guest
 // that fills its memory spends seconds in its own garbage collector before it gives up,
 // and wazero takes about a second to grow a guest's stack to its ceiling.
-const slowTimeout = 10 * time.Second
+const slowTimeout = 30 * time.Second
 
 // generous bounds every measured time in an assertion: far above the target, so a
 // noisy machine never fails the suite, but a guest that is never stopped does.
