@@ -27,18 +27,13 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcp-wasmhost-bin")
+	path, remove, err := testenv.BuildServer()
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "mcp-wasmhost")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		panic(err)
-	}
+	binary = path
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }
 
