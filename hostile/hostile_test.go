@@ -49,26 +49,9 @@ const slowTimeout = 30 * time.Second
 // noisy machine never fails the suite, but a guest that is never stopped does.
 const generous = 5 * time.Second
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // server starts the binary with every hostile plugin, the benign textkit, and plugins
 // that must be refused at load.
-func server(t *testing.T) (*mcptest.Client, *lockedBuffer, escapeDirs) {
+func server(t *testing.T) (*mcptest.Client, *testenv.SyncBuffer, escapeDirs) {
 	t.Helper()
 	dirs := newEscapeDirs(t)
 	garbage := filepath.Join(t.TempDir(), "garbage.wasm")
@@ -105,7 +88,7 @@ func server(t *testing.T) (*mcptest.Client, *lockedBuffer, escapeDirs) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(binary, "--config", path)
-	stderr := &lockedBuffer{}
+	stderr := &testenv.SyncBuffer{}
 	cmd.Stderr = stderr
 	never := make(chan struct{})
 	t.Cleanup(func() { close(never) })

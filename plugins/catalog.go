@@ -29,36 +29,16 @@ func NewCatalog(plugins []*Plugin) (*Catalog, error) {
 	var errs []error
 	for _, p := range plugins {
 		for _, t := range p.Tools {
-			if other, dup := c.byName[t.Name]; dup {
-				errs = append(errs, fmt.Errorf("tool %q is offered by plugins %q and %q; give one a different prefix", t.Name, other.Plugin.Name, p.Name))
-				continue
-			}
-			c.byName[t.Name] = t
-			c.tools = append(c.tools, t)
+			errs = append(errs, index(c.byName, &c.tools, t.Name, t, "tool", true))
 		}
 		for _, r := range p.Resources {
-			if other, dup := c.byURI[r.URI]; dup {
-				errs = append(errs, fmt.Errorf("resource %q is offered by plugins %q and %q", r.URI, other.Plugin.Name, p.Name))
-				continue
-			}
-			c.byURI[r.URI] = r
-			c.resources = append(c.resources, r)
+			errs = append(errs, index(c.byURI, &c.resources, r.URI, r, "resource", false))
 		}
 		for _, t := range p.Templates {
-			if other, dup := c.byTmpl[t.URITemplate]; dup {
-				errs = append(errs, fmt.Errorf("resource template %q is offered by plugins %q and %q", t.URITemplate, other.Plugin.Name, p.Name))
-				continue
-			}
-			c.byTmpl[t.URITemplate] = t
-			c.templates = append(c.templates, t)
+			errs = append(errs, index(c.byTmpl, &c.templates, t.URITemplate, t, "resource template", false))
 		}
 		for _, pr := range p.Prompts {
-			if other, dup := c.byPrompt[pr.Name]; dup {
-				errs = append(errs, fmt.Errorf("prompt %q is offered by plugins %q and %q; give one a different prefix", pr.Name, other.Plugin.Name, p.Name))
-				continue
-			}
-			c.byPrompt[pr.Name] = pr
-			c.prompts = append(c.prompts, pr)
+			errs = append(errs, index(c.byPrompt, &c.prompts, pr.Name, pr, "prompt", true))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -111,3 +91,23 @@ func (c *Catalog) Close(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// index adds v under key to byKey and list, or reports that another plugin already
+// offers key. prefixed says whether a different prefix would tell the two apart.
+func index[T interface{ owner() *Plugin }](byKey map[string]T, list *[]T, key string, v T, what string, prefixed bool) error {
+	if other, dup := byKey[key]; dup {
+		hint := ""
+		if prefixed {
+			hint = "; give one a different prefix"
+		}
+		return fmt.Errorf("%s %q is offered by plugins %q and %q%s", what, key, other.owner().Name, v.owner().Name, hint)
+	}
+	byKey[key] = v
+	*list = append(*list, v)
+	return nil
+}
+
+func (t *Tool) owner() *Plugin             { return t.Plugin }
+func (r *Resource) owner() *Plugin         { return r.Plugin }
+func (t *ResourceTemplate) owner() *Plugin { return t.Plugin }
+func (p *Prompt) owner() *Plugin           { return p.Plugin }

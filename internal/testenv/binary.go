@@ -1,9 +1,11 @@
 package testenv
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 )
 
 // BuildServer builds the real mcp-wasmhost binary into a new temporary directory, for
@@ -22,4 +24,22 @@ func BuildServer() (path string, remove func(), err error) {
 		return "", nil, err
 	}
 	return path, func() { os.RemoveAll(dir) }, nil
+}
+
+// SyncBuffer collects what a process writes (its stderr, say) while a test reads it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
