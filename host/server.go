@@ -188,7 +188,7 @@ func (s *Server) HTTPHandler() http.Handler {
 // toolHandler runs a plugin tool for one tools/call.
 func (s *Server) toolHandler(t *plugins.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if err := t.CheckArguments(req.Params.Arguments); err != nil {
+		if err := t.CheckArguments(ctx, req.Params.Arguments); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
 		c := callerFrom(ctx, req.Session)
