@@ -79,12 +79,9 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 	}
 	s.featureOptions(sopts)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, sopts)
-	for _, t := range catalog.Tools() {
-		mt, err := mcpTool(t)
-		if err != nil {
-			return nil, err
-		}
-		s.mcp.AddTool(mt, s.toolHandler(t))
+	var err error
+	if s.catalog, err = s.addTools(catalog); err != nil {
+		return nil, err
 	}
 	s.registerFeatures()
 	s.mcp.AddReceivingMiddleware(s.middleware)
@@ -92,6 +89,51 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// addTools offers every tool of catalog through go-sdk and returns the catalog to
+// serve. A tool go-sdk cannot offer (AddTool panics, for example on a schema it
+// cannot marshal) refuses its plugin, logged with the reason, instead of ending the
+// process; the other plugins are served.
+func (s *Server) addTools(catalog *plugins.Catalog) (*plugins.Catalog, error) {
+	var kept []*plugins.Plugin
+	for _, p := range catalog.Plugins() {
+		var added []string
+		err := func() error {
+			for _, t := range p.Tools {
+				mt, err := mcpTool(t)
+				if err != nil {
+					return err
+				}
+				if err := addTool(s.mcp, mt, s.toolHandler(t)); err != nil {
+					return err
+				}
+				added = append(added, t.Name)
+			}
+			return nil
+		}()
+		if err != nil {
+			s.mcp.RemoveTools(added...)
+			s.logger.Error("plugin refused", "plugin", p.Name, "err", err)
+			continue
+		}
+		kept = append(kept, p)
+	}
+	if len(kept) == len(catalog.Plugins()) {
+		return catalog, nil
+	}
+	return plugins.NewCatalog(kept)
+}
+
+// addTool is srv.AddTool, with its panic (how go-sdk refuses a tool) as the error.
+func addTool(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("go-sdk refused tool %q: %v", t.Name, r)
+		}
+	}()
+	srv.AddTool(t, h)
+	return nil
 }
 
 // Close cancels the tasks still running and waits for them.
