@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 )
 
-// TestCheckWorkCalibration logs the estimated work beside the measured time of
-// validation for shapes that are cheap, costly and pathological; it asserts nothing.
-func TestCheckWorkCalibration(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measures seconds of validation")
-	}
+// BenchmarkCheckWork measures jsonschema-go's Validate (ns/op) beside the work the
+// cost model estimates for it (work/op, about a nanosecond each) for shapes that are cheap, costly and pathological. Check
+// refuses those over MaxCheckWork; they are validated here to calibrate the model:
+//
+//	go test ./plugins -run NONE -bench CheckWork -benchtime 3x
+func BenchmarkCheckWork(b *testing.B) {
 	chain := func(n int) string {
 		var defs []string
 		for i := range n {
@@ -43,17 +42,27 @@ func TestCheckWorkCalibration(t *testing.T) {
 		{"union 14", union, nested(14, true)},
 	}
 	for _, c := range cases {
-		s, err := compileSchema(json.RawMessage(c.schema))
-		if err != nil {
-			t.Logf("%s: %v", c.name, err)
-			continue
-		}
-		var v any
-		json.Unmarshal([]byte(c.value), &v)
-		w, _, err := s.work(v, 0)
-		start := time.Now()
-		verr := s.resolved.Validate(v)
-		took := time.Since(start)
-		t.Logf("%-28s work %12d (%v)  validate %12v  %6.2f ns/unit  err %d bytes", c.name, w, err, took, float64(took.Nanoseconds())/float64(w), len(fmt.Sprint(verr)))
+		b.Run(c.name, func(b *testing.B) {
+			s, err := compileSchema(json.RawMessage(c.schema))
+			if err != nil {
+				b.Skipf("refused at load: %v", err)
+			}
+			var v any
+			if err := json.Unmarshal([]byte(c.value), &v); err != nil {
+				b.Fatal(err)
+			}
+			w, err := s.estimate(v)
+			if err != nil {
+				b.Skipf("refused: %v", err)
+			}
+			msg := 0
+			for b.Loop() {
+				if err := s.resolved.Validate(v); err != nil {
+					msg = len(err.Error())
+				}
+			}
+			b.ReportMetric(float64(w), "work/op")
+			b.ReportMetric(float64(msg), "error-bytes")
+		})
 	}
 }

@@ -45,7 +45,7 @@ const (
 	MaxValueDepth = 64
 	// MaxCheckWork is the most work one check may cost, in units of about a
 	// nanosecond of jsonschema-go v0.4.3 validation on one core (see cost; calibrated
-	// in TestCheckWorkCalibration, within a factor of a few): a check that could cost
+	// by BenchmarkCheckWork, within a factor of a few): a check that could cost
 	// more is refused before it starts. A 1 MiB array of numbers checked against
 	// {"items":{"type":"number"}} costs about 1.2e9 and passes; 500 failing anyOf
 	// branches over a 20 KiB value (measured 3 s, a 10 MB error) cost 4e9 and do not.
@@ -68,6 +68,7 @@ const (
 // validates a value against it with bounded work.
 type Schema struct {
 	resolved *jsonschema.Resolved
+	maxText  uint64 // the most schema text one error message may show (graph.maxText)
 	// perDepth[d] is the most validation that can apply to one value at depth d below
 	// the checked value (0: the value itself).
 	perDepth [MaxValueDepth + 1]cost
@@ -91,31 +92,31 @@ type cost struct {
 	// caught evaluations may each build a message (msgBytes plus the value) that is
 	// then copied up to nest times.
 	caught uint64
-	// msgPath is the total length of the schema paths the caught messages name.
-	msgPath uint64
+	// text is the total length of the schema text (path, enum, pattern, required
+	// names...) the evaluations' messages may show; caughtText that of caught ones.
+	text, caughtText uint64
 }
 
 func (c cost) add(o cost) cost {
 	return cost{sat(c.evals, o.evals), sat(c.fixed, o.fixed), sat(c.perByte, o.perByte), max(c.nest, o.nest),
-		sat(c.caught, o.caught), sat(c.msgPath, o.msgPath)}
+		sat(c.caught, o.caught), sat(c.text, o.text), sat(c.caughtText, o.caughtText)}
 }
 
 func (c cost) max(o cost) cost {
 	return cost{max(c.evals, o.evals), max(c.fixed, o.fixed), max(c.perByte, o.perByte), max(c.nest, o.nest),
-		max(c.caught, o.caught), max(c.msgPath, o.msgPath)}
+		max(c.caught, o.caught), max(c.text, o.text), max(c.caughtText, o.caughtText)}
 }
 
 // catch is c applied under an applicator that catches errors: all its evaluations'
 // messages may be built.
-func (c cost) catch(pathLen uint64) cost {
-	c.caught = c.evals
-	c.msgPath = mul(c.evals, pathLen)
+func (c cost) catch() cost {
+	c.caught, c.caughtText = c.evals, c.text
 	return c
 }
 
 // work is the cost of c's evaluations of a value of size bytes.
 func (c cost) work(size uint64) uint64 {
-	msgs := sat(mul(c.caught, sat(msgBytes, size)), c.msgPath)
+	msgs := sat(mul(c.caught, sat(msgBytes, size)), c.caughtText)
 	return sat(sat(c.fixed, mul(c.perByte, size)), mul(byteWork, mul(max(c.nest, 1), msgs)))
 }
 
@@ -167,7 +168,7 @@ func compileSchema(raw json.RawMessage) (_ *Schema, err error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Schema{resolved: resolved}
+	out := &Schema{resolved: resolved, maxText: g.maxText}
 	if err := g.measure(&out.perDepth); err != nil {
 		return nil, err
 	}
@@ -208,16 +209,10 @@ func (s *Schema) Check(v any) (err error) {
 			err = fmt.Errorf("the schema library failed on this value: %v", r)
 		}
 	}()
-	work, size, err := s.work(v, 0)
+	work, err := s.estimate(v)
 	if err != nil {
 		return err
 	}
-	// The error the check returns: one chain of messages, which may show the whole value.
-	var nest uint64
-	for _, c := range s.perDepth {
-		nest = max(nest, c.nest)
-	}
-	work = sat(work, mul(byteWork, mul(nest, sat(size, mul(MaxValueDepth, msgBytes)))))
 	if work > MaxCheckWork {
 		return fmt.Errorf("checking this value against the schema could cost %s units of work, over the limit of %s (MaxCheckWork); send a smaller value", approx(work), approx(MaxCheckWork))
 	}
@@ -225,6 +220,22 @@ func (s *Schema) Check(v any) (err error) {
 		return errors.New(cut(err.Error(), MaxErrorBytes))
 	}
 	return nil
+}
+
+// estimate returns the most work checking v can cost, or why v is refused outright.
+func (s *Schema) estimate(v any) (uint64, error) {
+	work, size, err := s.work(v, 0)
+	if err != nil {
+		return 0, err
+	}
+	// The error the check returns: one chain of up to nest messages, each copying the
+	// one below, which may show the whole value and one evaluation's schema text.
+	var nest uint64
+	for _, c := range s.perDepth {
+		nest = max(nest, c.nest)
+	}
+	msg := sat(sat(size, s.maxText), mul(nest, msgBytes))
+	return sat(work, mul(byteWork, mul(nest, msg))), nil
 }
 
 // work returns the most work validating v, d levels below the checked value, can
@@ -292,8 +303,8 @@ type graph struct {
 	byPath map[string]int // JSON Pointer (escaped) -> node
 	anchor map[string]int // $anchor and $dynamicAnchor -> node
 	draft7 bool
-	// maxPath is the longest schema path (JSON Pointer), which error messages show.
-	maxPath uint64
+	// maxText is the most schema text one evaluation's error message may show.
+	maxText uint64
 }
 
 type node struct {
@@ -332,7 +343,6 @@ func newGraph(root *jsonschema.Schema) (*graph, error) {
 	add = func(s *jsonschema.Schema, path string) int {
 		id := len(g.nodes)
 		n := &node{s: s, path: path, names: -1, contains: -1}
-		g.maxPath = max(g.maxPath, uint64(len(path)))
 		g.nodes = append(g.nodes, n)
 		g.byPath[path] = id
 		if s.ID != "" && path != "" {
@@ -357,7 +367,8 @@ func newGraph(root *jsonschema.Schema) (*graph, error) {
 					where(path), [...]string{"allOf", "anyOf", "oneOf"}[i], n, MaxSchemaFanOut))
 			}
 		}
-		n.own = ownCost(s)
+		n.own = ownCost(s, path)
+		g.maxText = max(g.maxText, n.own.text)
 		one := func(kw string, c *jsonschema.Schema) int {
 			if c == nil {
 				return -1
@@ -495,7 +506,7 @@ func where(path string) string {
 // its keywords' entries (properties, required, enum...) and a part per byte of the
 // value (printing it in an error, hashing it, comparing it with each enum entry,
 // running each regular expression over it).
-func ownCost(s *jsonschema.Schema) cost {
+func ownCost(s *jsonschema.Schema, path string) cost {
 	entries := len(s.Properties) + len(s.PatternProperties) + len(s.Required) + len(s.Enum) + len(s.Types) +
 		len(s.DependentRequired) + len(s.DependencyStrings) + len(s.DependentSchemas) + len(s.DependencySchemas) +
 		len(s.PrefixItems) + len(s.ItemsArray)
@@ -513,7 +524,38 @@ func ownCost(s *jsonschema.Schema) cost {
 	for p := range s.PatternProperties {
 		perByte = sat(perByte, regexWork(p))
 	}
-	return cost{evals: 1, fixed: sat(evalWork, mul(uint64(entries), entryWork)), perByte: perByte}
+	return cost{evals: 1, fixed: sat(evalWork, mul(uint64(entries), entryWork)), perByte: perByte, text: messageText(s, path)}
+}
+
+// messageText is about how much schema text an error of s's evaluation may show: its
+// path (or $id), and what its failing keyword prints (the enum, the const, the pattern,
+// the required names, the anyOf and oneOf entries).
+func messageText(s *jsonschema.Schema, path string) uint64 {
+	n := len(path) + len(s.ID) + len(s.Pattern) + 32*(len(s.AnyOf)+len(s.OneOf))
+	if s.Enum != nil {
+		b, _ := json.Marshal(s.Enum)
+		n += len(b)
+	}
+	if s.Const != nil {
+		b, _ := json.Marshal(*s.Const)
+		n += len(b)
+	}
+	for _, r := range s.Required {
+		n += len(r) + 3
+	}
+	for k, rs := range s.DependentRequired {
+		n += len(k) + 3
+		for _, r := range rs {
+			n += len(r) + 3
+		}
+	}
+	for k, rs := range s.DependencyStrings {
+		n += len(k) + 3
+		for _, r := range rs {
+			n += len(r) + 3
+		}
+	}
+	return uint64(n)
 }
 
 // regexWork is the work per input byte of matching a regular expression: Go's
@@ -556,7 +598,7 @@ func (g *graph) measure(perDepth *[MaxValueDepth + 1]cost) error {
 				c = c.add(cur[j])
 			}
 			for _, j := range n.catching {
-				c = c.add(cur[j].catch(g.maxPath))
+				c = c.add(cur[j].catch())
 			}
 			if c.evals > 0 {
 				c.nest++ // this evaluation holds the others
@@ -600,7 +642,7 @@ func (g *graph) members(n *node, prev []cost, d int) cost {
 		arr = arr.add(prev[it])
 	}
 	if n.contains >= 0 {
-		arr = arr.add(prev[n.contains].catch(g.maxPath))
+		arr = arr.add(prev[n.contains].catch())
 	}
 	return obj.max(arr) // a value is an object or an array, not both
 }

@@ -120,7 +120,7 @@ func mustCompile(t *testing.T, schema string) *Schema {
 }
 
 func TestSchemaCheck(t *testing.T) {
-	bigArray := "[" + strings.TrimSuffix(strings.Repeat("1,", 200_000), ",") + "]"
+	bigArray := "[" + strings.TrimSuffix(strings.Repeat("1,", 50_000), ",") + "]"
 	wide := `{"type":"object","anyOf":[` + strings.TrimSuffix(strings.Repeat(`{"type":"string"},`, 500), ",") + `]}`
 	tests := []struct {
 		name   string
@@ -136,7 +136,7 @@ func TestSchemaCheck(t *testing.T) {
 		{"2^10 bomb", refBomb(10), `{"x":"a"}`, ""},
 		{"2^10 bomb, invalid: the message is cut", refBomb(10), `{"x":1}`, "(cut: "},
 		{"large array", `{"type":"object","properties":{"a":{"type":"array","items":{"type":"number"}}}}`, `{"a":` + bigArray + `}`, ""},
-		{"wide anyOf against a large value", wide, `{"a":` + bigArray + `,"b":` + bigArray + `}`, "MaxCheckWork"},
+		{"wide anyOf against a large value", wide, `{"a":` + bigArray + `}`, "MaxCheckWork"},
 		{"wide anyOf against a small value", wide, `{"a":1}`, "anyOf"},
 		{"deep value", `{"type":"object"}`, `{"a":` + strings.Repeat("[", 65) + strings.Repeat("]", 65) + `}`, "MaxValueDepth"},
 		{"value of 64 levels", `{"type":"object"}`, `{"a":` + strings.Repeat("[", 63) + strings.Repeat("]", 63) + `}`, ""},
