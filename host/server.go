@@ -126,6 +126,8 @@ func (s *Server) addTools(catalog *plugins.Catalog) (*plugins.Catalog, error) {
 }
 
 // addTool is srv.AddTool, with its panic (how go-sdk refuses a tool) as the error.
+// go-sdk v1.8.0 panics only in its checks, before it takes a lock or changes anything,
+// so the server is as it was.
 func addTool(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
