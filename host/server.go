@@ -96,7 +96,38 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 // cannot marshal) refuses its plugin, logged with the reason, instead of ending the
 // process; the other plugins are served.
 func (s *Server) addTools(catalog *plugins.Catalog) (*plugins.Catalog, error) {
+	kept, refused := offer(s.mcp, catalog, s.toolHandler)
+	for _, r := range refused {
+		s.logger.Error("plugin refused", "plugin", r.plugin, "err", r.err)
+	}
+	if len(refused) == 0 {
+		return catalog, nil
+	}
+	return plugins.NewCatalog(kept)
+}
+
+// Vet reports the plugins of catalog that New would refuse because go-sdk cannot
+// offer one of their tools, each error naming the plugin; for the check command.
+func Vet(catalog *plugins.Catalog) []error {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "vet"}, nil)
+	_, refused := offer(srv, catalog, func(*plugins.Tool) mcp.ToolHandler { return nil })
+	var errs []error
+	for _, r := range refused {
+		errs = append(errs, fmt.Errorf("plugin %q: %w", r.plugin, r.err))
+	}
+	return errs
+}
+
+type refusal struct {
+	plugin string
+	err    error
+}
+
+// offer adds every tool of catalog to srv, plugin by plugin. A plugin with a tool srv
+// refuses is taken out whole.
+func offer(srv *mcp.Server, catalog *plugins.Catalog, handler func(*plugins.Tool) mcp.ToolHandler) ([]*plugins.Plugin, []refusal) {
 	var kept []*plugins.Plugin
+	var refused []refusal
 	for _, p := range catalog.Plugins() {
 		var added []string
 		err := func() error {
@@ -105,7 +136,7 @@ func (s *Server) addTools(catalog *plugins.Catalog) (*plugins.Catalog, error) {
 				if err != nil {
 					return err
 				}
-				if err := addTool(s.mcp, mt, s.toolHandler(t)); err != nil {
+				if err := addTool(srv, mt, handler(t)); err != nil {
 					return err
 				}
 				added = append(added, t.Name)
@@ -113,16 +144,13 @@ func (s *Server) addTools(catalog *plugins.Catalog) (*plugins.Catalog, error) {
 			return nil
 		}()
 		if err != nil {
-			s.mcp.RemoveTools(added...)
-			s.logger.Error("plugin refused", "plugin", p.Name, "err", err)
+			srv.RemoveTools(added...)
+			refused = append(refused, refusal{p.Name, err})
 			continue
 		}
 		kept = append(kept, p)
 	}
-	if len(kept) == len(catalog.Plugins()) {
-		return catalog, nil
-	}
-	return plugins.NewCatalog(kept)
+	return kept, refused
 }
 
 // addTool is srv.AddTool, with its panic (how go-sdk refuses a tool) as the error.

@@ -350,12 +350,12 @@ func eventually(cond func() bool) bool {
 }
 
 // TestCheckRefusesPathologicalSchemas: `mcp-wasmhost check` fails for a plugin whose
-// schema breaks a bound, naming the plugin, the tool and the bound, and still lists
-// the tools of the others.
+// schema breaks a bound, naming the plugin, the tool and the bound, and for one that
+// go-sdk refuses, and still lists the tools of the others.
 func TestCheckRefusesPathologicalSchemas(t *testing.T) {
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "[server]\ncache_dir = %q\n\n", testenv.CacheDir())
-	for _, p := range []string{"refbomb", "deepschema", "plugins/textkit/textkit"} {
+	for _, p := range []string{"refbomb", "deepschema", "badheader", "plugins/textkit/textkit"} {
 		path := testenv.Path("testdata/wasm/" + p + ".wasm")
 		if strings.Contains(p, "/") {
 			path = testenv.Path(p + ".wasm")
@@ -376,9 +376,11 @@ func TestCheckRefusesPathologicalSchemas(t *testing.T) {
 		t.Fatalf("check = %v, want a non-zero exit:\n%s", err, out)
 	}
 	for _, want := range []string{
-		"2 plugin(s) refused",
+		"3 plugin(s) refused",
 		`plugin "refbomb": manifest: tools[1] ("bomb"): inputSchema: /$defs/d0: 4.4e+12 subschema evaluations can apply to one value, over the limit of 4096 (MaxAmplification)`,
 		`plugin "deepschema": manifest: tools[1] ("deep"): inputSchema: JSON nests deeper than the limit of 128 levels (MaxSchemaDepth)`,
+		// What only go-sdk refuses, check finds too.
+		`plugin "badheader": go-sdk refused tool "badheader_header": AddTool "badheader_header": invalid parameter header annotations`,
 		"textkit_sha256",
 	} {
 		if !strings.Contains(string(out), want) {
