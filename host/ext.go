@@ -300,7 +300,7 @@ func (s *Server) callToolExt(ctx context.Context, req *mcp.CallToolRequest, t *p
 	case !c.ext:
 		return c.sync(next(ctx, "tools/call", req)) // optional: synchronously
 	}
-	if err := t.CheckArguments(req.Params.Arguments); err != nil {
+	if err := t.CheckArguments(ctx, req.Params.Arguments); err != nil {
 		return nil, invalidParams("%v", err)
 	}
 	if t.GuestStartsTask {

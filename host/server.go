@@ -79,12 +79,9 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 	}
 	s.featureOptions(sopts)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, sopts)
-	for _, t := range catalog.Tools() {
-		mt, err := mcpTool(t)
-		if err != nil {
-			return nil, err
-		}
-		s.mcp.AddTool(mt, s.toolHandler(t))
+	var err error
+	if s.catalog, err = s.addTools(catalog); err != nil {
+		return nil, err
 	}
 	s.registerFeatures()
 	s.mcp.AddReceivingMiddleware(s.middleware)
@@ -92,6 +89,81 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// addTools offers every tool of catalog through go-sdk and returns the catalog to
+// serve. A tool go-sdk cannot offer (AddTool panics, for example on a schema it
+// cannot marshal) refuses its plugin, logged with the reason, instead of ending the
+// process; the other plugins are served.
+func (s *Server) addTools(catalog *plugins.Catalog) (*plugins.Catalog, error) {
+	kept, refused := offer(s.mcp, catalog, s.toolHandler)
+	for _, r := range refused {
+		s.logger.Error("plugin refused", "plugin", r.plugin, "err", r.err)
+	}
+	if len(refused) == 0 {
+		return catalog, nil
+	}
+	return plugins.NewCatalog(kept)
+}
+
+// Vet reports the plugins of catalog that New would refuse because go-sdk cannot
+// offer one of their tools, each error naming the plugin; for the check command.
+func Vet(catalog *plugins.Catalog) []error {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "vet"}, nil)
+	_, refused := offer(srv, catalog, func(*plugins.Tool) mcp.ToolHandler { return nil })
+	var errs []error
+	for _, r := range refused {
+		errs = append(errs, fmt.Errorf("plugin %q: %w", r.plugin, r.err))
+	}
+	return errs
+}
+
+type refusal struct {
+	plugin string
+	err    error
+}
+
+// offer adds every tool of catalog to srv, plugin by plugin. A plugin with a tool srv
+// refuses is taken out whole.
+func offer(srv *mcp.Server, catalog *plugins.Catalog, handler func(*plugins.Tool) mcp.ToolHandler) ([]*plugins.Plugin, []refusal) {
+	var kept []*plugins.Plugin
+	var refused []refusal
+	for _, p := range catalog.Plugins() {
+		var added []string
+		err := func() error {
+			for _, t := range p.Tools {
+				mt, err := mcpTool(t)
+				if err != nil {
+					return err
+				}
+				if err := addTool(srv, mt, handler(t)); err != nil {
+					return err
+				}
+				added = append(added, t.Name)
+			}
+			return nil
+		}()
+		if err != nil {
+			srv.RemoveTools(added...)
+			refused = append(refused, refusal{p.Name, err})
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return kept, refused
+}
+
+// addTool is srv.AddTool, with its panic (how go-sdk refuses a tool) as the error.
+// go-sdk v1.8.0 panics only in its checks, before it takes a lock or changes anything,
+// so the server is as it was.
+func addTool(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("go-sdk refused tool %q: %v", t.Name, r)
+		}
+	}()
+	srv.AddTool(t, h)
+	return nil
 }
 
 // Close cancels the tasks still running and waits for them.
@@ -188,7 +260,7 @@ func (s *Server) HTTPHandler() http.Handler {
 // toolHandler runs a plugin tool for one tools/call.
 func (s *Server) toolHandler(t *plugins.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if err := t.CheckArguments(req.Params.Arguments); err != nil {
+		if err := t.CheckArguments(ctx, req.Params.Arguments); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
 		c := callerFrom(ctx, req.Session)

@@ -438,7 +438,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, c calle
 	case tp == nil:
 		return next(ctx, "tools/call", req)
 	}
-	if err := t.CheckArguments(req.Params.Arguments); err != nil {
+	if err := t.CheckArguments(ctx, req.Params.Arguments); err != nil {
 		return nil, invalidParams("%v", err)
 	}
 	var ttl time.Duration

@@ -81,6 +81,9 @@ func server(t *testing.T) (*mcptest.Client, *testenv.SyncBuffer, escapeDirs) {
 		"[[plugins.dirs]]", fmt.Sprintf("host = %q", dirs.rw), `guest = "/rw"`, "writable = true")
 	plugin("textkit", testenv.Path("plugins/textkit/textkit.wasm"))
 	plugin("missing", testenv.Path("testdata/wasm/missing_import.wasm"))
+	for _, p := range []string{"refbomb", "deepschema", "badheader", "widecheck"} {
+		plugin(p, testenv.Path("testdata/wasm/"+p+".wasm"))
+	}
 	plugin("truncated", testenv.Path("testdata/wasm/truncated.wasm"))
 	plugin("garbage", garbage)
 	path := filepath.Join(t.TempDir(), "config.toml")
@@ -152,6 +155,11 @@ func TestHostileGuests(t *testing.T) {
 		`plugin=missing err="plugin \"missing\": imports mcpwh.launch_missiles, which the host does not provide"`,
 		`plugin=truncated err="plugin \"truncated\" is not a valid WebAssembly module`,
 		`plugin=garbage err="plugin \"garbage\" is not a valid WebAssembly module`,
+		// A plugin's schemas are bounded at load: the refusal names the tool and the bound.
+		`plugin=refbomb err="plugin \"refbomb\": manifest: tools[1] (\"bomb\"): inputSchema: /$defs/d0: 4.4e+12 subschema evaluations can apply to one value, over the limit of 4096 (MaxAmplification)"`,
+		`plugin=deepschema err="plugin \"deepschema\": manifest: tools[1] (\"deep\"): inputSchema: JSON nests deeper than the limit of 128 levels (MaxSchemaDepth)"`,
+		// What only go-sdk refuses (by panicking in AddTool) refuses the plugin too.
+		`plugin=badheader err="go-sdk refused tool \"badheader_header\": AddTool \"badheader_header\": invalid parameter header annotations`,
 	} {
 		if !eventually(func() bool { return strings.Contains(stderr.String(), want) }) {
 			t.Errorf("server log lacks %q", want)
@@ -171,6 +179,11 @@ func TestHostileGuests(t *testing.T) {
 		{name: "output flood", tool: "flood_big", want: "output of 2 MiB exceeds the limit of 1 MiB", bound: timeout},
 		{name: "host-call flood", tool: "hostflood_flood", want: "ok: -7", bound: timeout},
 		{name: "bad pointers to every host function", tool: "badptr_probe", want: "ok: -1 -1 -1 -3 0 -3 -2 -3 -1 -3 -8 -2 -1 ", bound: timeout},
+		{name: "$ref bomb", tool: "refbomb_bomb", args: map[string]int{"x": 1}, want: `rpc -32602: unknown tool "refbomb_bomb"`, bound: 0},
+		{name: "deep schema", tool: "deepschema_deep", want: `rpc -32602: unknown tool "deepschema_deep"`, bound: 0},
+		{name: "schema go-sdk panics on", tool: "badheader_ok", want: `rpc -32602: unknown tool "badheader_ok"`, bound: 0},
+		{name: "costly argument check", tool: "widecheck_check", args: map[string]any{"a": make([]int, 20000)}, want: "(MaxCheckWork)", bound: 0},
+		{name: "argument check error is cut", tool: "widecheck_check", args: map[string]any{"a": make([]int, 100)}, want: "more bytes)", bound: 0},
 		{name: "huge arguments", tool: "textkit_sha256", args: map[string]string{"text": huge}, want: "bytes exceeds the plugin's limit of 1048576", bound: timeout},
 		{name: "symlink escape, read-only grant", tool: "escape_fs", args: map[string]string{"op": "read", "path": "/ro/link-out"}, want: "error: open /ro/link-out: Operation not permitted", bound: timeout},
 		{name: "symlink escape through a directory link", tool: "escape_fs", args: map[string]string{"op": "read", "path": "/ro/dirlink-out/secret.txt"}, want: "Operation not permitted", bound: timeout},
@@ -334,4 +347,44 @@ func eventually(cond func() bool) bool {
 		}
 	}
 	return true
+}
+
+// TestCheckRefusesPathologicalSchemas: `mcp-wasmhost check` fails for a plugin whose
+// schema breaks a bound, naming the plugin, the tool and the bound, and for one that
+// go-sdk refuses, and still lists the tools of the others.
+func TestCheckRefusesPathologicalSchemas(t *testing.T) {
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "[server]\ncache_dir = %q\n\n", testenv.CacheDir())
+	for _, p := range []string{"refbomb", "deepschema", "badheader", "plugins/textkit/textkit"} {
+		path := testenv.Path("testdata/wasm/" + p + ".wasm")
+		if strings.Contains(p, "/") {
+			path = testenv.Path(p + ".wasm")
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&cfg, "[[plugins]]\nname = %q\npath = %q\nsha256 = %q\n\n", filepath.Base(p), path, digest(b))
+	}
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(path, []byte(cfg.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary, "--config", path, "check").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("check = %v, want a non-zero exit:\n%s", err, out)
+	}
+	for _, want := range []string{
+		"3 plugin(s) refused",
+		`plugin "refbomb": manifest: tools[1] ("bomb"): inputSchema: /$defs/d0: 4.4e+12 subschema evaluations can apply to one value, over the limit of 4096 (MaxAmplification)`,
+		`plugin "deepschema": manifest: tools[1] ("deep"): inputSchema: JSON nests deeper than the limit of 128 levels (MaxSchemaDepth)`,
+		// What only go-sdk refuses, check finds too.
+		`plugin "badheader": go-sdk refused tool "badheader_header": AddTool "badheader_header": invalid parameter header annotations`,
+		"textkit_sha256",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
 }

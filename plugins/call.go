@@ -20,8 +20,12 @@ func (e *ArgumentError) Error() string {
 	return fmt.Sprintf("invalid arguments for tool %q: %s", e.Tool, e.Reason)
 }
 
-// CheckArguments validates args (nil means {}) against the tool's limits and input schema.
-func (t *Tool) CheckArguments(args json.RawMessage) error {
+// CheckArguments validates args (nil means {}) against the tool's limits and input
+// schema, with bounded work (Schema.Check), unless ctx has ended.
+func (t *Tool) CheckArguments(ctx context.Context, args json.RawMessage) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("check arguments for tool %q: %w", t.Name, err)
+	}
 	if max := t.Plugin.Module.Limits().MaxInputBytes; len(args) > max {
 		return &ArgumentError{t.Name, fmt.Sprintf("%d bytes exceeds the plugin's limit of %d", len(args), max)}
 	}
@@ -36,7 +40,7 @@ func (t *Tool) CheckArguments(args json.RawMessage) error {
 	if _, ok := v.(map[string]any); !ok {
 		return &ArgumentError{t.Name, "arguments must be a JSON object"}
 	}
-	if err := t.input.Validate(v); err != nil {
+	if err := t.input.Check(v); err != nil {
 		return &ArgumentError{t.Name, err.Error()}
 	}
 	return nil
@@ -63,7 +67,7 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage, h sandbox.Host) (
 	} else if perr != nil {
 		return nil, perr
 	}
-	if err := t.checkOutput(out); err != nil {
+	if err := t.checkOutput(ctx, out); err != nil {
 		return nil, &sandbox.GuestError{Kind: sandbox.KindOutput,
 			Message: fmt.Sprintf("tool %q returned a malformed result: %v", t.Name, err)}
 	}
@@ -110,7 +114,7 @@ func protocolError(out []byte) (*ProtocolError, error) {
 	return &ProtocolError{Code: *e.Code, Message: e.Message, Data: e.Data}, nil
 }
 
-func (t *Tool) checkOutput(out []byte) error {
+func (t *Tool) checkOutput(ctx context.Context, out []byte) error {
 	if !utf8.Valid(out) {
 		return fmt.Errorf("not valid UTF-8")
 	}
@@ -140,7 +144,10 @@ func (t *Tool) checkOutput(out []byte) error {
 	if err := json.Unmarshal(res.StructuredContent, &v); err != nil {
 		return fmt.Errorf("structuredContent: %v", err)
 	}
-	if err := t.output.Validate(v); err != nil {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := t.output.Check(v); err != nil {
 		return fmt.Errorf("structuredContent does not match the outputSchema: %v", err)
 	}
 	return nil

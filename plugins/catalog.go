@@ -47,6 +47,9 @@ func NewCatalog(plugins []*Plugin) (*Catalog, error) {
 	return c, nil
 }
 
+// Plugins returns the plugins, in the order given to NewCatalog.
+func (c *Catalog) Plugins() []*Plugin { return c.plugins }
+
 // Resources returns every resource, in plugin order then manifest order.
 func (c *Catalog) Resources() []*Resource { return c.resources }
 

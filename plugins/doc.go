@@ -5,5 +5,8 @@
 //
 // A [Tool] checks a call's arguments against its input schema before any guest code
 // runs, and checks the guest's output (UTF-8, JSON, output schema) before anyone sees it.
+// Schemas are plugin-supplied and checked in the server, so each is compiled once at
+// load under bounds (size, depth, references, fan-out, amplification), and every check's
+// work is bounded before it starts ([Schema], schema.go).
 // It knows nothing of MCP sessions; the host package maps tools onto them.
 package plugins

@@ -1,6 +1,9 @@
 package plugins
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // FuzzParseManifest: a guest's manifest is hostile bytes; parsing never panics.
 func FuzzParseManifest(f *testing.F) {
@@ -45,6 +48,36 @@ func FuzzCheckResults(f *testing.F) {
 			if check(out) == nil && !isObject(out) {
 				t.Fatalf("accepted %q, which is not a JSON object", out)
 			}
+		}
+	})
+}
+
+// FuzzCompileSchema: a schema is plugin-supplied bytes; compiling and measuring it
+// never panics, and an accepted schema checks values within its bounds.
+func FuzzCompileSchema(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"object"}`, refBomb(3), deepSchema(3), tree, union, anyOfN(3),
+		`{"type":"object","$ref":"#"}`,
+		`{"type":"object","$defs":{"s":{"$anchor":"str","type":"string"}},"properties":{"x":{"$ref":"#str"}}}`,
+		`{"type":"object","$dynamicAnchor":"n","properties":{"next":{"$dynamicRef":"#n"}},"patternProperties":{"^a":{"contains":{"not":{}}}}}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","items":[{"type":"string"}],"additionalItems":{"$ref":"#"}}`,
+	} {
+		f.Add([]byte(s), []byte(`{"x":1,"root":{"value":1,"children":[]}}`))
+	}
+	f.Fuzz(func(t *testing.T, schema, value []byte) {
+		s, err := compileSchema(schema)
+		if err != nil {
+			return
+		}
+		if s.perDepth[0].evals == 0 || s.perDepth[0].evals > MaxAmplification {
+			t.Fatalf("accepted a schema applying %d evaluations to the value", s.perDepth[0].evals)
+		}
+		var v any
+		if json.Unmarshal(value, &v) != nil {
+			return
+		}
+		if err := s.Check(v); err != nil && len(err.Error()) > MaxErrorBytes+100 {
+			t.Fatalf("Check error of %d bytes", len(err.Error()))
 		}
 	})
 }

@@ -12,8 +12,6 @@ import (
 	"regexp"
 	"unicode/utf8"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 	"github.com/mcp-wasmhost/mcp-wasmhost/worker"
 )
@@ -106,7 +104,7 @@ type Tool struct {
 	// synchronously; elsewhere the request changes nothing.
 	GuestStartsTask bool
 
-	input, output *jsonschema.Resolved
+	input, output *Schema // compiled at load (schema.go)
 }
 
 // Load verifies, compiles and describes one plugin. On error nothing stays loaded.
@@ -240,11 +238,11 @@ func (t *Tool) prepare(seen map[string]bool) error {
 	}
 	seen[t.GuestName] = true
 	var err error
-	if t.input, err = resolveSchema(t.InputSchema); err != nil {
+	if t.input, err = compileSchema(t.InputSchema); err != nil {
 		return fmt.Errorf("inputSchema: %w", err)
 	}
 	if t.OutputSchema != nil {
-		if t.output, err = resolveSchema(t.OutputSchema); err != nil {
+		if t.output, err = compileSchema(t.OutputSchema); err != nil {
 			return fmt.Errorf("outputSchema: %w", err)
 		}
 	}
@@ -252,20 +250,6 @@ func (t *Tool) prepare(seen map[string]bool) error {
 		return errors.New("annotations must be a JSON object")
 	}
 	return nil
-}
-
-func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
-	if raw == nil {
-		return nil, errors.New("missing")
-	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, err
-	}
-	if s.Type != "object" {
-		return nil, fmt.Errorf(`type must be "object", got %q`, s.Type)
-	}
-	return s.Resolve(nil)
 }
 
 func isObject(raw json.RawMessage) bool {

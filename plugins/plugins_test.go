@@ -84,7 +84,7 @@ func TestArgumentsAndOutput(t *testing.T) {
 		{"{\"text\":\"\xff\"}", "not valid UTF-8"},
 	}
 	for _, tt := range tests {
-		err := sha.CheckArguments(json.RawMessage(tt.args))
+		err := sha.CheckArguments(context.Background(), json.RawMessage(tt.args))
 		var ae *plugins.ArgumentError
 		switch {
 		case tt.want == "" && err != nil:

@@ -114,7 +114,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 	defer catalog.Close(context.WithoutCancel(ctx))
 	if check {
-		return report(stdout, catalog, refused)
+		return report(stdout, catalog, append(refused, host.Vet(catalog)...))
 	}
 
 	store, err := openStore(cfg.Tasks)
