@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -26,7 +27,12 @@ type Options struct {
 	PollInterval time.Duration // suggested to requesters; 0 means 1s
 	MaxPerOwner  int           // unfinished tasks one owner may have; 0 means 64
 	PageSize     int           // tasks per tasks/list page; 0 means 50
-	SweepEvery   time.Duration // how often expired tasks are purged; 0 means 30s
+	// SweepEvery is how often expired tasks are purged from the store. Reads never
+	// serve an expired task whenever the sweep runs: it only frees the space (and a
+	// full store is swept before it refuses a task). 0 means a quarter of DefaultTTL,
+	// between 1s and 1m (15m for the default ttl of 1h would keep much for long;
+	// see sweepEvery).
+	SweepEvery time.Duration
 	// Bounds on what is kept. A new task is refused while the store is full, and a
 	// result over MaxResultBytes fails its task; nothing stored is dropped to make room.
 	MaxResultBytes int          // 0 means 16 MiB
@@ -91,7 +97,7 @@ func NewManager(opts Options) *Manager {
 		opts.PageSize = 50
 	}
 	if opts.SweepEvery <= 0 {
-		opts.SweepEvery = 30 * time.Second
+		opts.SweepEvery = sweepEvery(opts.DefaultTTL)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -110,6 +116,16 @@ func NewManager(opts Options) *Manager {
 	go m.sweep()
 	return m
 }
+
+// sweepEvery is the sweep interval that follows the default ttl: a quarter of it,
+// between 1s and 1m.
+func sweepEvery(defaultTTL time.Duration) time.Duration {
+	return min(max(defaultTTL/4, time.Second), time.Minute)
+}
+
+// purgeBatch is how many expired tasks one store commit deletes: one commit (and one
+// fsync) per batch, and the store is free for other writers between batches.
+const purgeBatch = 1000
 
 // newID returns 192 random bits, URL-safe.
 func newID() string {
@@ -140,8 +156,16 @@ func (m *Manager) Start(ctx context.Context, owner string, ttl time.Duration, f 
 			ErrTooMany, m.opts.MaxPerOwner, m.opts.MaxPerOwner)
 	}
 	if err := m.checkRoom(ctx); err != nil {
-		m.mu.Unlock()
-		return Task{}, err
+		// Expired tasks still stored do not count against the bounds: purge them
+		// now rather than at the next sweep.
+		if !errors.Is(err, ErrStoreFull) || m.Purge(ctx, time.Now()) == 0 {
+			m.mu.Unlock()
+			return Task{}, err
+		}
+		if err := m.checkRoom(ctx); err != nil {
+			m.mu.Unlock()
+			return Task{}, err
+		}
 	}
 	// The task's context outlives the request: only Cancel and Close end it.
 	taskCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -285,10 +309,11 @@ func (m *Manager) changed(t Task) {
 	m.mu.Unlock()
 }
 
-// Get returns owner's task id. Another owner's task is ErrNotFound, as if it did not exist.
+// Get returns owner's task id. Another owner's task is ErrNotFound, as if it did not
+// exist, and so is an expired one (IsExpired), whether or not the sweep has purged it.
 func (m *Manager) Get(ctx context.Context, owner, id string) (Task, error) {
 	t, err := m.store.Get(ctx, id)
-	if err != nil || t.Owner != owner {
+	if err != nil || t.Owner != owner || IsExpired(t, time.Now()) {
 		return Task{}, ErrNotFound
 	}
 	return t, nil
@@ -350,10 +375,17 @@ func (m *Manager) List(ctx context.Context, owner, cursor string) ([]Task, strin
 	if err != nil {
 		return nil, "", err
 	}
-	next := ""
+	// The cursor is the last task the store returned, expired or not.
+	last := ""
 	if len(page) > m.opts.PageSize {
+		last = page[m.opts.PageSize-1].ID
 		page = page[:m.opts.PageSize]
-		next = base64.RawURLEncoding.EncodeToString([]byte(page[len(page)-1].ID))
+	}
+	now := time.Now()
+	page = slices.DeleteFunc(page, func(t Task) bool { return IsExpired(t, now) })
+	next := ""
+	if last != "" {
+		next = base64.RawURLEncoding.EncodeToString([]byte(last))
 	}
 	return page, next, nil
 }
@@ -432,19 +464,21 @@ func (m *Manager) sweep() {
 	}
 }
 
-// Purge deletes the tasks whose retention ended before now and returns how many.
+// Purge deletes the tasks whose retention ended before now, a batch of them per
+// store commit, and returns how many.
 func (m *Manager) Purge(ctx context.Context, now time.Time) int {
-	ids, err := m.store.Expired(ctx, now)
-	if err != nil {
-		m.opts.Logger.Error("list expired tasks", "err", err)
-		return 0
-	}
-	for _, id := range ids {
-		if err := m.store.Delete(ctx, id); err != nil {
-			m.opts.Logger.Error("delete expired task", "task", id, "err", err)
+	total := 0
+	for {
+		n, err := m.store.Purge(ctx, now, purgeBatch)
+		total += n
+		if err != nil {
+			m.opts.Logger.Error("purge expired tasks", "purged", total, "err", err)
+			return total
+		}
+		if n < purgeBatch || ctx.Err() != nil {
+			return total
 		}
 	}
-	return len(ids)
 }
 
 // Input is a pending request for input from the requester (elicitation, sampling).

@@ -367,3 +367,58 @@ func TestCloseStopsWork(t *testing.T) {
 		t.Errorf("Start after Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestExpiredNotServed: a finished task is gone at its ttl for every read, not at the
+// next sweep.
+func TestExpiredNotServed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := tasks.NewMemoryStore()
+		m := tasks.NewManager(tasks.Options{Store: store, SweepEvery: time.Hour})
+		defer m.Close(context.Background())
+		ctx := context.Background()
+		done, _ := m.Start(ctx, "me", 2*time.Second, result(`{"n":1}`))
+		synctest.Wait()
+		time.Sleep(time.Second)
+		if _, err := m.Get(ctx, "me", done.ID); err != nil {
+			t.Fatalf("Get within the ttl = %v", err)
+		}
+		time.Sleep(1500 * time.Millisecond) // past the ttl; no sweep yet
+		if _, err := store.Get(ctx, done.ID); err != nil {
+			t.Fatalf("the store no longer holds the task (%v): the test needs it unswept", err)
+		}
+		reads := []struct {
+			name string
+			read func() error
+		}{
+			{"Get", func() error { _, err := m.Get(ctx, "me", done.ID); return err }},
+			{"Watch", func() error { _, _, _, err := m.Watch(ctx, "me", done.ID); return err }},
+			{"Wait", func() error { _, err := m.Wait(ctx, "me", done.ID); return err }},
+			{"Cancel", func() error { _, err := m.Cancel(ctx, "me", done.ID); return err }},
+		}
+		for _, r := range reads {
+			if err := r.read(); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("%s after the ttl = %v, want %v", r.name, err, tasks.ErrNotFound)
+			}
+		}
+		if page, _, err := m.List(ctx, "me", ""); err != nil || len(page) != 0 {
+			t.Errorf("List after the ttl = %d tasks, %v, want none", len(page), err)
+		}
+	})
+}
+
+// TestSweepInterval: with no SweepEvery, the sweep follows the ttls: a short default
+// ttl is swept soon after it ends, not 30 s later.
+func TestSweepInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := tasks.NewMemoryStore()
+		m := tasks.NewManager(tasks.Options{Store: store, DefaultTTL: 4 * time.Second})
+		defer m.Close(context.Background())
+		ctx := context.Background()
+		done, _ := m.Start(ctx, "me", 0, result(`{}`))
+		time.Sleep(7 * time.Second)
+		synctest.Wait()
+		if _, err := store.Get(ctx, done.ID); !errors.Is(err, tasks.ErrNotFound) {
+			t.Errorf("store.Get 3 s after a 4 s ttl = %v, want purged", err)
+		}
+	})
+}
