@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,9 @@ import (
 	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 )
+
+// errClientGone is the cause of a sync call's end when its HTTP client went away.
+var errClientGone = errors.New("the client went away")
 
 // callOutcome is what a run of a guest ended with.
 type callOutcome struct {
@@ -24,6 +28,17 @@ type callOutcome struct {
 // with the answers. With mayStartTask the guest may move the call into a task (the
 // "task" request); the answer is then the task.
 func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plugins.Tool, c caller, mayStartTask bool) (mcp.Result, error) {
+	// A sync call ends when its client goes away: nobody is left to get its answer,
+	// and its guest would hold an instance for nothing. Not where the client may
+	// resume the stream (resumable stateful HTTP, where a guest may also close the
+	// stream on purpose); a task lives on by design.
+	if hr := s.httpReqs.of(req.Extra); hr != nil && (c.stateless || !s.resumable) {
+		var gone context.CancelCauseFunc
+		ctx, gone = context.WithCancelCause(ctx)
+		defer gone(nil)
+		stop := context.AfterFunc(hr.ctx, func() { gone(errClientGone) })
+		defer stop()
+	}
 	b := &bridge{session: req.Session, tool: t, logger: s.logger, progressToken: req.Params.GetProgressToken(),
 		caps: c.caps, owner: c.owner, srv: s, closeStream: closeStreamOf(req)}
 	// The run outlives the request only if it becomes a task; until then the
@@ -78,10 +93,14 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 	case o = <-done:
 	case <-ctx.Done():
 		cancel()
+		at := time.Now()
 		select {
 		case <-started: // the task owns the run now, and ends with it
 			moved = true
 		case <-done:
+			if errors.Is(context.Cause(ctx), errClientGone) {
+				s.logger.Info("call stopped: its client went away", "tool", t.Name, "stopped_in", time.Since(at))
+			}
 		}
 		return nil, ctx.Err()
 	}
