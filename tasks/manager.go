@@ -25,8 +25,12 @@ type Options struct {
 	DefaultTTL   time.Duration // when the requester names none; 0 means 1h
 	MaxTTL       time.Duration // requested TTLs are clamped to it; 0 means 24h
 	PollInterval time.Duration // suggested to requesters; 0 means 1s
-	MaxPerOwner  int           // unfinished tasks one owner may have; 0 means 64
-	PageSize     int           // tasks per tasks/list page; 0 means 50
+	MaxPerOwner  int           // unfinished tasks one requester may have; 0 means 64
+	// MaxShared caps the unfinished tasks of all the requesters that share one owner
+	// (Requester.Source set: anonymous clients) together, so that they cannot take
+	// the whole server from identified ones; 0 means 256.
+	MaxShared int
+	PageSize  int // tasks per tasks/list page; 0 means 50
 	// SweepEvery is how often expired tasks are purged from the store. Reads never
 	// serve an expired task whenever the sweep runs: it only frees the space (and a
 	// full store is swept before it refuses a task). 0 means a quarter of DefaultTTL,
@@ -58,7 +62,7 @@ type Manager struct {
 
 	mu     sync.Mutex
 	live   map[string]*live // unfinished tasks of this process
-	unfin  map[string]int   // unfinished tasks per owner
+	unfin  map[quotaKey]int // unfinished tasks per requester, and per shared owner
 	closed bool
 	wg     sync.WaitGroup
 	stop   chan struct{}
@@ -66,8 +70,38 @@ type Manager struct {
 	taskMu [64]sync.Mutex // read-modify-write of one task in the store, striped by ID
 }
 
+// Requester is who starts a task: the owner, who may see and touch it, and which of
+// the requesters sharing that owner it is.
+//
+// A requester that only the owner identifies (a session, a user) has Source "": it may
+// have MaxPerOwner unfinished tasks. Requesters that share one owner (anonymous
+// clients on the stateless wire, whose tasks' IDs are their capability) are told apart
+// by Source (their network address): each Source may have MaxPerOwner unfinished
+// tasks, and all of them together MaxShared. So one of them cannot use up the quota
+// of the others, and all of them cannot use up the server.
+type Requester struct {
+	Owner  string
+	Source string
+}
+
+// quotaKey names a counter of unfinished tasks: one requester's, or (all true) all
+// those of a shared owner.
+type quotaKey struct {
+	owner, source string
+	all           bool
+}
+
+// quotas are the counters r's tasks count against.
+func (r Requester) quotas() []quotaKey {
+	if r.Source == "" {
+		return []quotaKey{{owner: r.Owner}}
+	}
+	return []quotaKey{{owner: r.Owner, source: r.Source}, {owner: r.Owner, all: true}}
+}
+
 // live is the in-process state of an unfinished task.
 type live struct {
+	quotas  []quotaKey // the counters it counts against
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when the work has returned
 	changed chan struct{} // closed and replaced at every change
@@ -93,6 +127,9 @@ func NewManager(opts Options) *Manager {
 	if opts.MaxPerOwner <= 0 {
 		opts.MaxPerOwner = 64
 	}
+	if opts.MaxShared <= 0 {
+		opts.MaxShared = 256
+	}
 	if opts.PageSize <= 0 {
 		opts.PageSize = 50
 	}
@@ -111,7 +148,7 @@ func NewManager(opts Options) *Manager {
 	if opts.MaxStoreBytes <= 0 {
 		opts.MaxStoreBytes = 1 << 30
 	}
-	m := &Manager{opts: opts, store: opts.Store, live: map[string]*live{}, unfin: map[string]int{},
+	m := &Manager{opts: opts, store: opts.Store, live: map[string]*live{}, unfin: map[quotaKey]int{},
 		stop: make(chan struct{}), swept: make(chan struct{})}
 	go m.sweep()
 	return m
@@ -134,9 +171,10 @@ func newID() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// Start creates a task for owner and runs f in its own goroutine. ttl <= 0 asks for the
+// Start creates a task for who and runs f in its own goroutine. ttl <= 0 asks for the
 // default; a longer one than MaxTTL is clamped, and the task reports what it got.
-func (m *Manager) Start(ctx context.Context, owner string, ttl time.Duration, f Func) (Task, error) {
+func (m *Manager) Start(ctx context.Context, who Requester, ttl time.Duration, f Func) (Task, error) {
+	owner := who.Owner
 	if ttl <= 0 {
 		ttl = m.opts.DefaultTTL
 	}
@@ -150,10 +188,12 @@ func (m *Manager) Start(ctx context.Context, owner string, ttl time.Duration, f 
 		m.mu.Unlock()
 		return Task{}, ErrClosed
 	}
-	if m.unfin[owner] >= m.opts.MaxPerOwner {
-		m.mu.Unlock()
-		return Task{}, fmt.Errorf("%w: %d are still running (the limit per client is %d); wait for one to finish or cancel one",
-			ErrTooMany, m.opts.MaxPerOwner, m.opts.MaxPerOwner)
+	quotas := who.quotas()
+	for _, q := range quotas {
+		if err := m.checkQuota(q); err != nil {
+			m.mu.Unlock()
+			return Task{}, err
+		}
 	}
 	if err := m.checkRoom(ctx); err != nil {
 		// Expired tasks still stored do not count against the bounds: purge them
@@ -169,14 +209,16 @@ func (m *Manager) Start(ctx context.Context, owner string, ttl time.Duration, f 
 	}
 	// The task's context outlives the request: only Cancel and Close end it.
 	taskCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	l := &live{cancel: cancel, changed: make(chan struct{}), done: make(chan struct{})}
+	l := &live{quotas: quotas, cancel: cancel, changed: make(chan struct{}), done: make(chan struct{})}
 	m.live[t.ID] = l
-	m.unfin[owner]++
+	for _, q := range quotas {
+		m.unfin[q]++
+	}
 	m.wg.Add(1)
 	m.mu.Unlock()
 
 	if err := m.store.Put(ctx, t); err != nil {
-		m.forget(t)
+		m.forget(t.ID)
 		cancel()
 		m.wg.Done()
 		return Task{}, fmt.Errorf("store task: %w", err)
@@ -189,6 +231,20 @@ func (m *Manager) Start(ctx context.Context, owner string, ttl time.Duration, f 
 		m.finish(t.ID, result, failed, rpcErr)
 	}()
 	return t, nil
+}
+
+// checkQuota refuses a new task that counter q has no room for.
+func (m *Manager) checkQuota(q quotaKey) error {
+	n := m.unfin[q]
+	switch {
+	case q.all && n >= m.opts.MaxShared:
+		return fmt.Errorf("%w: anonymous clients have %d unfinished tasks, as many as they may have together (max_anonymous); wait for one to finish, or authenticate",
+			ErrTooMany, n)
+	case !q.all && n >= m.opts.MaxPerOwner:
+		return fmt.Errorf("%w: %d are still running (the limit per client is %d); wait for one to finish or cancel one",
+			ErrTooMany, n, m.opts.MaxPerOwner)
+	}
+	return nil
 }
 
 // checkRoom refuses a new task while the store is at one of its bounds.
@@ -239,25 +295,28 @@ func (m *Manager) finish(id string, result json.RawMessage, failed string, rpcEr
 	}
 	m.mu.Lock()
 	if l := m.live[id]; l != nil {
-		m.forgetLocked(id, t.Owner)
+		m.forgetLocked(id)
 		close(l.changed)
 	}
 	m.mu.Unlock()
 }
 
-func (m *Manager) forget(t Task) {
+func (m *Manager) forget(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.forgetLocked(t.ID, t.Owner)
+	m.forgetLocked(id)
 }
 
-func (m *Manager) forgetLocked(id, owner string) {
-	if _, ok := m.live[id]; !ok {
+func (m *Manager) forgetLocked(id string) {
+	l, ok := m.live[id]
+	if !ok {
 		return
 	}
 	delete(m.live, id)
-	if m.unfin[owner]--; m.unfin[owner] <= 0 {
-		delete(m.unfin, owner)
+	for _, q := range l.quotas {
+		if m.unfin[q]--; m.unfin[q] <= 0 {
+			delete(m.unfin, q)
+		}
 	}
 }
 

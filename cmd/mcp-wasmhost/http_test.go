@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -172,5 +174,64 @@ func TestDisconnectKeepsTask(t *testing.T) {
 		if !strings.Contains(string(got.Result), `"status":"working"`) || time.Now().After(deadline) {
 			t.Fatalf("tasks/get = %s, want working, then completed", got.Result)
 		}
+	}
+}
+
+// fromSource is a stateless client of the Tasks extension whose connections come
+// from the loopback address ip.
+func fromSource(url, ip string) *mcptest.Stateless {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return &mcptest.Stateless{URL: url, Caps: mcptest.TasksExtension(),
+		Client: &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}}
+}
+
+// TestAnonymousQuotas: anonymous stateless clients share an owner, not a quota. Client
+// A using up its max_per_client does not stop client B (another source address);
+// all anonymous clients together stop at max_anonymous. A task's ID stays the
+// capability: B may read A's task.
+func TestAnonymousQuotas(t *testing.T) {
+	cfg := writeConfig(t, fmt.Sprintf("[server]\ncache_dir = %q\n\n[tasks]\ndata_dir = %q\nmax_per_client = 2\nmax_anonymous = 3\n\n",
+		testenv.CacheDir(), t.TempDir())+pluginTOML(t, "toolbox", "plugins/toolbox/toolbox.wasm", ""))
+	url, _ := startHTTP(t, cfg)
+	a, b, c := fromSource(url, "127.0.0.2"), fromSource(url, "127.0.0.3"), fromSource(url, "127.0.0.4")
+	start := func(s *mcptest.Stateless) (string, *mcptest.Response) {
+		resp, err := s.Call("tools/call", map[string]any{"name": "toolbox_slow_count",
+			"arguments": map[string]any{"to": 300, "delay_ms": 100}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var created struct {
+			TaskID string `json:"taskId"`
+		}
+		json.Unmarshal(resp.Result, &created)
+		return created.TaskID, resp
+	}
+	steps := []struct {
+		name   string
+		client *mcptest.Stateless
+		refuse string // "" means the task starts
+	}{
+		{"A's first", a, ""},
+		{"A's second", a, ""},
+		{"A's third: over its max_per_client", a, "the limit per client is 2"},
+		{"B's first: A does not block it", b, ""},
+		{"C's first: over max_anonymous", c, "max_anonymous"},
+	}
+	var first string
+	for _, st := range steps {
+		id, resp := start(st.client)
+		switch {
+		case st.refuse == "" && (resp.Error != nil || id == ""):
+			t.Errorf("%s: tools/call = %+v %s, want a task", st.name, resp.Error, resp.Result)
+		case st.refuse != "" && (resp.Error == nil || !strings.Contains(resp.Error.Message, st.refuse)):
+			t.Errorf("%s: tools/call = %+v %s, want refused with %q", st.name, resp.Error, resp.Result, st.refuse)
+		}
+		if first == "" {
+			first = id
+		}
+	}
+	got, err := b.Call("tasks/get", map[string]any{"taskId": first}, nil)
+	if err != nil || got.Error != nil || !strings.Contains(string(got.Result), first) {
+		t.Errorf("tasks/get of A's task by B = %+v, %v, want the task (its ID is the capability)", got, err)
 	}
 }

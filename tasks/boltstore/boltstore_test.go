@@ -155,10 +155,10 @@ func TestManagerOnBolt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tasks.db")
 	s := open(t, path)
 	m := tasks.NewManager(tasks.Options{Store: s, MaxResultBytes: 10})
-	small, _ := m.Start(ctx, "local", 0, func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+	small, _ := m.Start(ctx, tasks.Requester{Owner: "local"}, 0, func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
 		return json.RawMessage(`{"ok":1}`), "", nil
 	})
-	big, _ := m.Start(ctx, "local", 0, func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+	big, _ := m.Start(ctx, tasks.Requester{Owner: "local"}, 0, func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
 		return json.RawMessage(`{"ok":"far too long"}`), "", nil
 	})
 	if got, _ := m.Wait(ctx, "local", small.ID); got.Status != tasks.Completed {
@@ -177,7 +177,7 @@ func TestManagerOnBolt(t *testing.T) {
 	if got, err := m.Get(ctx, "local", small.ID); err != nil || string(got.Result) != `{"ok":1}` {
 		t.Errorf("after restart: %s, %v", got.Result, err)
 	}
-	if _, err := m.Start(ctx, "local", 0, nil); !errors.Is(err, tasks.ErrStoreFull) {
+	if _, err := m.Start(ctx, tasks.Requester{Owner: "local"}, 0, nil); !errors.Is(err, tasks.ErrStoreFull) {
 		t.Errorf("Start with the store full = %v, want ErrStoreFull", err)
 	}
 }
