@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -62,8 +63,17 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 	}
 	done := make(chan callOutcome, 1)
 	started := make(chan tasks.Task, 1)
+	// The run moves into a task, or the request's end stops it: one or the other,
+	// decided under moveMu (a run stopped after it moved would lose the task's work).
+	var moveMu sync.Mutex
+	requestEnded := false
 	if mayStartTask {
 		b.startTask = func() (*tasks.Handle, error) {
+			moveMu.Lock()
+			if requestEnded {
+				moveMu.Unlock()
+				return nil, errors.New("the request ended before the call could move into a task")
+			}
 			handle := make(chan *tasks.Handle, 1)
 			task, err := s.startTask(req, t, c, 0, func(tctx context.Context, tb *bridge) (*mcp.CallToolResult, error) {
 				handle <- tb.currentTask()
@@ -74,9 +84,11 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 				return o.res, o.err
 			})
 			if err != nil {
+				moveMu.Unlock()
 				return nil, err
 			}
 			started <- task
+			moveMu.Unlock()
 			return <-handle, nil
 		}
 	}
@@ -92,15 +104,21 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 		return toExt(task, "task"), nil
 	case o = <-done:
 	case <-ctx.Done():
-		cancel()
-		at := time.Now()
+		moveMu.Lock()
+		requestEnded = true
 		select {
 		case <-started: // the task owns the run now, and ends with it
 			moved = true
-		case <-done:
-			if errors.Is(context.Cause(ctx), errClientGone) {
-				s.logger.Info("call stopped: its client went away", "tool", t.Name, "stopped_in", time.Since(at))
-			}
+			moveMu.Unlock()
+			return nil, ctx.Err()
+		default:
+		}
+		moveMu.Unlock()
+		cancel()
+		at := time.Now()
+		<-done
+		if errors.Is(context.Cause(ctx), errClientGone) {
+			s.logger.Info("call stopped: its client went away", "tool", t.Name, "stopped_in", time.Since(at))
 		}
 		return nil, ctx.Err()
 	}
