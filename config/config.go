@@ -142,6 +142,10 @@ type Tasks struct {
 	// clients together (each network source has its own max_per_client among
 	// them), 1..10000000. 0 means DefaultMaxAnonymous.
 	MaxAnonymous int `toml:"max_anonymous"`
+	// SweepInterval is how often expired tasks are purged from the store (they
+	// are not served after their ttl either way), 1s..1h. 0 means a quarter of
+	// default_ttl, between 1s and 1m (tasks.Options.SweepEvery).
+	SweepInterval Duration `toml:"sweep_interval"`
 	// Store is where tasks are kept: StoreBolt (a crash-safe file in DataDir,
 	// surviving restarts) or StoreMemory (gone when the server stops).
 	// "" means StoreBolt.
@@ -554,6 +558,7 @@ func (c *Config) finish(name, dir string) []error {
 	defaultDuration("max_ttl", &tk.MaxTTL, DefaultMaxTaskTTL, MinTaskTTL, MaxTaskTTL)
 	defaultDuration("default_ttl", &tk.DefaultTTL, min(DefaultTaskTTL, tk.MaxTTL.Duration), MinTaskTTL, tk.MaxTTL.Duration)
 	defaultDuration("poll_interval", &tk.PollInterval, DefaultPollInterval, 10*time.Millisecond, time.Minute)
+	defaultDuration("sweep_interval", &tk.SweepInterval, 0, time.Second, time.Hour)
 	switch {
 	case tk.MaxPerClient == 0:
 		tk.MaxPerClient = DefaultMaxPerClient

@@ -44,6 +44,10 @@ func TestTasks(t *testing.T) {
 		{"anonymous limit", "[tasks]\nmax_anonymous = 3\n", config.Tasks{
 			DefaultTTL: config.Duration{Duration: time.Hour}, MaxTTL: config.Duration{Duration: 24 * time.Hour},
 			PollInterval: config.Duration{Duration: time.Second}, MaxPerClient: 64, MaxAnonymous: 3}, ""},
+		{"sweep interval", "[tasks]\nsweep_interval = \"5s\"\n", config.Tasks{
+			DefaultTTL: config.Duration{Duration: time.Hour}, MaxTTL: config.Duration{Duration: 24 * time.Hour},
+			PollInterval: config.Duration{Duration: time.Second}, MaxPerClient: 64, SweepInterval: config.Duration{Duration: 5 * time.Second}}, ""},
+		{"sweep interval out of range", "[tasks]\nsweep_interval = \"10ms\"\n", config.Tasks{}, "sweep_interval 10ms out of range"},
 		{"anonymous limit out of range", "[tasks]\nmax_anonymous = -1\n", config.Tasks{}, "max_anonymous -1 out of range"},
 		{"unknown key", "[tasks]\nmax_tll = \"1h\"\n", config.Tasks{}, `:2: unknown key "tasks.max_tll"`},
 		{"bad store", "[tasks]\nstore = \"redis\"\n", config.Tasks{}, `store "redis" is not "bolt" or "memory"`},
