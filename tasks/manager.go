@@ -196,13 +196,15 @@ func (m *Manager) Start(ctx context.Context, who Requester, ttl time.Duration, f
 		}
 	}
 	if err := m.checkRoom(ctx); err != nil {
-		// Expired tasks still stored do not count against the bounds: purge them
-		// now rather than at the next sweep.
-		if !errors.Is(err, ErrStoreFull) || m.Purge(ctx, time.Now()) == 0 {
-			m.mu.Unlock()
-			return Task{}, err
+		// Expired tasks still stored do not count against the bounds: purge a
+		// batch of them now (one commit, under the lock) rather than wait for the
+		// sweep.
+		if errors.Is(err, ErrStoreFull) {
+			if n, perr := m.store.Purge(ctx, time.Now(), purgeBatch); perr == nil && n > 0 {
+				err = m.checkRoom(ctx)
+			}
 		}
-		if err := m.checkRoom(ctx); err != nil {
+		if err != nil {
 			m.mu.Unlock()
 			return Task{}, err
 		}

@@ -444,6 +444,24 @@ func TestExpiredNotServed(t *testing.T) {
 	})
 }
 
+// TestFullStoreSweptFirst: a store full of expired tasks takes a new one at once.
+func TestFullStoreSweptFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := tasks.NewManager(tasks.Options{MaxStoredTasks: 1, SweepEvery: time.Hour})
+		defer m.Close(context.Background())
+		ctx := context.Background()
+		m.Start(ctx, tasks.Requester{Owner: "me"}, time.Second, result(`{}`))
+		synctest.Wait()
+		if _, err := m.Start(ctx, tasks.Requester{Owner: "me"}, 0, result(`{}`)); !errors.Is(err, tasks.ErrStoreFull) {
+			t.Fatalf("Start with the store full = %v, want ErrStoreFull", err)
+		}
+		time.Sleep(2 * time.Second)
+		if _, err := m.Start(ctx, tasks.Requester{Owner: "me"}, 0, result(`{}`)); err != nil {
+			t.Errorf("Start with the store full of expired tasks = %v, want room", err)
+		}
+	})
+}
+
 // TestSweepInterval: with no SweepEvery, the sweep follows the ttls: a short default
 // ttl is swept soon after it ends, not 30 s later.
 func TestSweepInterval(t *testing.T) {
