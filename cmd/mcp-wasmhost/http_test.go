@@ -235,3 +235,28 @@ func TestAnonymousQuotas(t *testing.T) {
 		t.Errorf("tasks/get of A's task by B = %+v, %v, want the task (its ID is the capability)", got, err)
 	}
 }
+
+// TestDuplicateKeyArguments: arguments with a key twice are refused (-32602) before
+// any guest runs: the guest would read them otherwise than the check did.
+func TestDuplicateKeyArguments(t *testing.T) {
+	cfg := writeConfig(t, serverTOML(t)+pluginTOML(t, "toolbox", "plugins/toolbox/toolbox.wasm", ""))
+	url, _ := startHTTP(t, cfg)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"toolbox_slow_count",` +
+		`"arguments":{"to":1,"to":1000},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "toolbox_slow_count"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out bytes.Buffer
+	out.ReadFrom(resp.Body)
+	if !strings.Contains(out.String(), `"code":-32602`) || !strings.Contains(out.String(), "duplicate object key") {
+		t.Errorf("tools/call with a key twice = HTTP %d %s, want -32602 naming the duplicate key", resp.StatusCode, out.String())
+	}
+}
