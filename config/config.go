@@ -45,6 +45,7 @@ const (
 	MaxTaskTTL          = 30 * 24 * time.Hour
 	DefaultPollInterval = time.Second
 	DefaultMaxPerClient = 64
+	DefaultMaxAnonymous = 256
 
 	DefaultMaxResultBytes = 16 << 20
 	DefaultMaxStoredTasks = 100_000
@@ -137,6 +138,14 @@ type Tasks struct {
 	// MaxPerClient caps the unfinished tasks of one client (the local user on
 	// stdio, one session on HTTP), 1..100000. 0 means DefaultMaxPerClient.
 	MaxPerClient int `toml:"max_per_client"`
+	// MaxAnonymous caps the unfinished tasks of all anonymous stateless HTTP
+	// clients together (each network source has its own max_per_client among
+	// them), 1..10000000. 0 means DefaultMaxAnonymous.
+	MaxAnonymous int `toml:"max_anonymous"`
+	// SweepInterval is how often expired tasks are purged from the store (they
+	// are not served after their ttl either way), 1s..1h. 0 means a quarter of
+	// default_ttl, between 1s and 1m (tasks.Options.SweepEvery).
+	SweepInterval Duration `toml:"sweep_interval"`
 	// Store is where tasks are kept: StoreBolt (a crash-safe file in DataDir,
 	// surviving restarts) or StoreMemory (gone when the server stops).
 	// "" means StoreBolt.
@@ -549,11 +558,18 @@ func (c *Config) finish(name, dir string) []error {
 	defaultDuration("max_ttl", &tk.MaxTTL, DefaultMaxTaskTTL, MinTaskTTL, MaxTaskTTL)
 	defaultDuration("default_ttl", &tk.DefaultTTL, min(DefaultTaskTTL, tk.MaxTTL.Duration), MinTaskTTL, tk.MaxTTL.Duration)
 	defaultDuration("poll_interval", &tk.PollInterval, DefaultPollInterval, 10*time.Millisecond, time.Minute)
+	defaultDuration("sweep_interval", &tk.SweepInterval, 0, time.Second, time.Hour)
 	switch {
 	case tk.MaxPerClient == 0:
 		tk.MaxPerClient = DefaultMaxPerClient
 	case tk.MaxPerClient < 1 || tk.MaxPerClient > 100000:
 		fail("tasks", "max_per_client %d out of range 1..100000", tk.MaxPerClient)
+	}
+	switch {
+	case tk.MaxAnonymous == 0:
+		tk.MaxAnonymous = DefaultMaxAnonymous
+	case tk.MaxAnonymous < 1 || tk.MaxAnonymous > 10_000_000:
+		fail("tasks", "max_anonymous %d out of range 1..10000000", tk.MaxAnonymous)
 	}
 	switch tk.Store {
 	case "":

@@ -59,7 +59,7 @@ func TestParseDefaults(t *testing.T) {
 	dir := testDir(t)
 	defaultServer := Server{Name: DefaultServerName, LogLevel: DefaultLogLevel, CacheDir: defaultCacheDir(), GCPercent: DefaultGCPercent}
 	defaultTasks := Tasks{DefaultTTL: Duration{DefaultTaskTTL}, MaxTTL: Duration{DefaultMaxTaskTTL},
-		PollInterval: Duration{DefaultPollInterval}, MaxPerClient: DefaultMaxPerClient,
+		PollInterval: Duration{DefaultPollInterval}, MaxPerClient: DefaultMaxPerClient, MaxAnonymous: DefaultMaxAnonymous,
 		Store: StoreBolt, DataDir: DefaultDataDir(), MaxResultBytes: DefaultMaxResultBytes,
 		MaxStoredTasks: DefaultMaxStoredTasks, MaxStoreMiB: DefaultMaxStoreMiB}
 	defaultPlugin := func(name string) Plugin {

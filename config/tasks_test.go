@@ -19,6 +19,9 @@ func TestTasks(t *testing.T) {
 			tk.DataDir = config.DefaultDataDir()
 		}
 		tk.MaxResultBytes, tk.MaxStoredTasks, tk.MaxStoreMiB = config.DefaultMaxResultBytes, config.DefaultMaxStoredTasks, config.DefaultMaxStoreMiB
+		if tk.MaxAnonymous == 0 {
+			tk.MaxAnonymous = config.DefaultMaxAnonymous
+		}
 		return tk
 	}
 	tests := []struct {
@@ -38,6 +41,14 @@ func TestTasks(t *testing.T) {
 		{"default over max", "[tasks]\nmax_ttl = \"10m\"\ndefault_ttl = \"1h\"\n", config.Tasks{}, "default_ttl 1h0m0s out of range"},
 		{"poll too fast", "[tasks]\npoll_interval = \"1ms\"\n", config.Tasks{}, "poll_interval 1ms out of range"},
 		{"limit", "[tasks]\nmax_per_client = -1\n", config.Tasks{}, "max_per_client -1 out of range"},
+		{"anonymous limit", "[tasks]\nmax_anonymous = 3\n", config.Tasks{
+			DefaultTTL: config.Duration{Duration: time.Hour}, MaxTTL: config.Duration{Duration: 24 * time.Hour},
+			PollInterval: config.Duration{Duration: time.Second}, MaxPerClient: 64, MaxAnonymous: 3}, ""},
+		{"sweep interval", "[tasks]\nsweep_interval = \"5s\"\n", config.Tasks{
+			DefaultTTL: config.Duration{Duration: time.Hour}, MaxTTL: config.Duration{Duration: 24 * time.Hour},
+			PollInterval: config.Duration{Duration: time.Second}, MaxPerClient: 64, SweepInterval: config.Duration{Duration: 5 * time.Second}}, ""},
+		{"sweep interval out of range", "[tasks]\nsweep_interval = \"10ms\"\n", config.Tasks{}, "sweep_interval 10ms out of range"},
+		{"anonymous limit out of range", "[tasks]\nmax_anonymous = -1\n", config.Tasks{}, "max_anonymous -1 out of range"},
 		{"unknown key", "[tasks]\nmax_tll = \"1h\"\n", config.Tasks{}, `:2: unknown key "tasks.max_tll"`},
 		{"bad store", "[tasks]\nstore = \"redis\"\n", config.Tasks{}, `store "redis" is not "bolt" or "memory"`},
 		{"bad result size", "[tasks]\nmax_result_bytes = -1\n", config.Tasks{}, "max_result_bytes -1 out of range"},

@@ -3,7 +3,9 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,6 +13,9 @@ import (
 	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 )
+
+// errClientGone is the cause of a sync call's end when its HTTP client went away.
+var errClientGone = errors.New("the client went away")
 
 // callOutcome is what a run of a guest ended with.
 type callOutcome struct {
@@ -24,6 +29,17 @@ type callOutcome struct {
 // with the answers. With mayStartTask the guest may move the call into a task (the
 // "task" request); the answer is then the task.
 func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plugins.Tool, c caller, mayStartTask bool) (mcp.Result, error) {
+	// A sync call ends when its client goes away: nobody is left to get its answer,
+	// and its guest would hold an instance for nothing. Not where the client may
+	// resume the stream (resumable stateful HTTP, where a guest may also close the
+	// stream on purpose); a task lives on by design.
+	if hr := s.httpReqs.of(req.Extra); hr != nil && (c.stateless || !s.resumable) {
+		var gone context.CancelCauseFunc
+		ctx, gone = context.WithCancelCause(ctx)
+		defer gone(nil)
+		stop := context.AfterFunc(hr.ctx, func() { gone(errClientGone) })
+		defer stop()
+	}
 	b := &bridge{session: req.Session, tool: t, logger: s.logger, progressToken: req.Params.GetProgressToken(),
 		caps: c.caps, owner: c.owner, srv: s, closeStream: closeStreamOf(req)}
 	// The run outlives the request only if it becomes a task; until then the
@@ -47,8 +63,17 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 	}
 	done := make(chan callOutcome, 1)
 	started := make(chan tasks.Task, 1)
+	// The run moves into a task, or the request's end stops it: one or the other,
+	// decided under moveMu (a run stopped after it moved would lose the task's work).
+	var moveMu sync.Mutex
+	requestEnded := false
 	if mayStartTask {
 		b.startTask = func() (*tasks.Handle, error) {
+			moveMu.Lock()
+			if requestEnded {
+				moveMu.Unlock()
+				return nil, errors.New("the request ended before the call could move into a task")
+			}
 			handle := make(chan *tasks.Handle, 1)
 			task, err := s.startTask(req, t, c, 0, func(tctx context.Context, tb *bridge) (*mcp.CallToolResult, error) {
 				handle <- tb.currentTask()
@@ -59,9 +84,11 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 				return o.res, o.err
 			})
 			if err != nil {
+				moveMu.Unlock()
 				return nil, err
 			}
 			started <- task
+			moveMu.Unlock()
 			return <-handle, nil
 		}
 	}
@@ -77,11 +104,21 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 		return toExt(task, "task"), nil
 	case o = <-done:
 	case <-ctx.Done():
-		cancel()
+		moveMu.Lock()
+		requestEnded = true
 		select {
 		case <-started: // the task owns the run now, and ends with it
 			moved = true
-		case <-done:
+			moveMu.Unlock()
+			return nil, ctx.Err()
+		default:
+		}
+		moveMu.Unlock()
+		cancel()
+		at := time.Now()
+		<-done
+		if errors.Is(context.Cause(ctx), errClientGone) {
+			s.logger.Info("call stopped: its client went away", "tool", t.Name, "stopped_in", time.Since(at))
 		}
 		return nil, ctx.Err()
 	}

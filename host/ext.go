@@ -40,6 +40,7 @@ const (
 // caller is what the server knows of who sent a request and how to answer it.
 type caller struct {
 	owner     string                  // who owns the tasks it creates and may see them
+	source    string                  // for an anonymous requester, its address: its share of the quota
 	caps      *mcp.ClientCapabilities // the client's capabilities for this request
 	ext       bool                    // this request gets the Tasks extension's wire
 	extLine   bool                    // its session is on the extension's line: task methods need the extension
@@ -89,6 +90,12 @@ func callerFrom(ctx context.Context, ss *mcp.ServerSession) caller {
 // For anonymous requesters the unguessable task ID (192 random bits) is the capability,
 // and this line has no tasks/list that could reveal IDs. Tasks of one owner are never
 // visible to another, whichever wire created or asks for them.
+//
+// Anonymous requesters share an owner but not a quota: each network source (an IPv4
+// address, an IPv6 /64; see sourceOf) may have max_per_client unfinished tasks, and
+// all anonymous requesters together max_anonymous (tasks.Requester). One client then
+// cannot use up the others' quota, and all of them cannot take the server from
+// authenticated users. The middleware fills in the source (anonymousSource).
 func callerOf(ss *mcp.ServerSession, meta mcp.Meta, extra *mcp.RequestExtra) caller {
 	c := caller{owner: owner(ss)}
 	init := ss.InitializeParams()
@@ -126,6 +133,16 @@ func callerOf(ss *mcp.ServerSession, meta mcp.Meta, extra *mcp.RequestExtra) cal
 
 // anonymousOwner owns the tasks of unauthenticated stateless HTTP requests.
 const anonymousOwner = "anonymous"
+
+// anonymousSource tells an anonymous requester apart for the quotas: the network
+// source of the HTTP request that carried extra. A request the registry does not know
+// (it cannot happen over HTTP) counts as one "unknown" source.
+func (s *Server) anonymousSource(extra *mcp.RequestExtra) string {
+	if hr := s.httpReqs.of(extra); hr != nil && hr.source.IsValid() {
+		return hr.source.String()
+	}
+	return "unknown"
+}
 
 // missingExtension answers a request that needs the Tasks extension from a client
 // that did not declare it.
@@ -327,7 +344,7 @@ func (s *Server) startTask(req *mcp.CallToolRequest, t *plugins.Tool, c caller, 
 	// The task runs detached from the request: its context carries none of the
 	// request's values, so that what it sends later is routed to the session, not to a
 	// response stream that has closed.
-	task, err := s.tasks.Start(context.Background(), c.owner, ttl, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+	task, err := s.tasks.Start(context.Background(), tasks.Requester{Owner: c.owner, Source: c.source}, ttl, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
 		b := &bridge{session: ss, tool: t, logger: s.logger, progressToken: progressToken, srv: s, caps: c.caps,
 			task: h, owner: c.owner, push: !c.stateless && !c.ext}
 		res, err := run(ctx, b)

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/canonjson"
 )
 
 // Request state for the multi round-trip pattern (SEP-2322): on 2026-07-28 a server
@@ -57,19 +59,17 @@ func newStateSigner() *stateSigner {
 	return &stateSigner{key: key, used: map[string]time.Time{}}
 }
 
-// argsDigest is the digest of arguments in a canonical form (keys sorted, no
-// insignificant space), so that the same arguments re-encoded by a client match.
+// argsDigest is the digest of arguments in a canonical form that loses nothing
+// (canonjson: keys sorted, no insignificant space, numbers and strings exact), so
+// that the same arguments re-encoded by a client match and any other arguments, even
+// ones a lossy decoder would confuse (9007199254740993 and 9007199254740992), do not.
+// Arguments that decoders may read differently (a key twice) have no digest.
 func argsDigest(args json.RawMessage) (string, error) {
-	var v any
+	doc := []byte("{}")
 	if t := bytes.TrimSpace(args); len(t) > 0 && string(t) != "null" {
-		if err := json.Unmarshal(t, &v); err != nil {
-			return "", err
-		}
+		doc = t
 	}
-	if v == nil {
-		v = map[string]any{}
-	}
-	b, err := json.Marshal(v)
+	b, err := canonjson.Canonical(doc)
 	if err != nil {
 		return "", err
 	}

@@ -83,3 +83,36 @@ func FuzzRequestState(f *testing.F) {
 		}
 	})
 }
+
+// TestRequestStateExactArguments: a state is bound to the arguments the guest sees,
+// not to what a lossy decoder makes of them.
+func TestRequestStateExactArguments(t *testing.T) {
+	s := newStateSigner()
+	t0 := time.Now()
+	tests := []struct {
+		name      string
+		issuedFor string
+		args      string
+		want      error
+	}{
+		{"a number float64 cannot tell apart", `{"n":9007199254740993}`, `{"n":9007199254740992}`, errStateOther},
+		{"the same big number", `{"n":9007199254740993}`, `{"n": 9007199254740993}`, nil},
+		{"a duplicate key", `{"n":2}`, `{"n":1,"n":2}`, errStateOther},
+		{"another spelling of the number", `{"n":1}`, `{"n":1.0}`, errStateOther},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			digest, err := argsDigest(json.RawMessage(tt.issuedFor))
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := s.issue(requestState{Tool: "tool", Args: digest, Owner: "o"}, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.verify(raw, "tool", json.RawMessage(tt.args), "o", t0); !errors.Is(err, tt.want) {
+				t.Errorf("verify(state for %s, %s) = %v, want %v", tt.issuedFor, tt.args, err, tt.want)
+			}
+		})
+	}
+}

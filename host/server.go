@@ -44,6 +44,7 @@ type Server struct {
 	tasks     *tasks.Manager
 	logger    *slog.Logger
 	states    *stateSigner
+	httpReqs  httpRequests // the HTTP requests being served (httpreq.go)
 
 	mu      sync.Mutex
 	streams map[*liftConn]bool // open stream connections, for notifications
@@ -253,7 +254,7 @@ func (s *Server) HTTPHandler() http.Handler {
 	// Stateless requests have no session to resume: no event store.
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: logger, Stateless: true})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(s.sessionVersion(liftHTTP(stateful, stateless))))
+	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(s.sessionVersion(s.httpReqs.track(liftHTTP(stateful, stateless)))))
 	return mux
 }
 

@@ -372,6 +372,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		c := callerOf(ss, requestMeta(req), req.GetExtra())
+		if c.owner == anonymousOwner {
+			c.source = s.anonymousSource(req.GetExtra())
+		}
 		ctx = withCaller(ctx, c)
 		switch method {
 		case "initialize":

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/canonjson"
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 )
 
@@ -35,6 +36,12 @@ func (t *Tool) CheckArguments(ctx context.Context, args json.RawMessage) error {
 	}
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
+		return &ArgumentError{t.Name, err.Error()}
+	}
+	// The guest gets args as they are; refuse what its decoder may read otherwise
+	// than the one that validated them (a key twice: the last wins here, the first
+	// in many decoders).
+	if _, err := canonjson.Canonical(args); err != nil {
 		return &ArgumentError{t.Name, err.Error()}
 	}
 	if _, ok := v.(map[string]any); !ok {

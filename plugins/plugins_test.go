@@ -82,6 +82,8 @@ func TestArgumentsAndOutput(t *testing.T) {
 		{`[1]`, "must be a JSON object"},
 		{`{"text":"a"`, "unexpected end"},
 		{"{\"text\":\"\xff\"}", "not valid UTF-8"},
+		{`{"text":"a","text":"b"}`, "duplicate object key"},
+		{`{"text":"\ud800"}`, "lone surrogate"},
 	}
 	for _, tt := range tests {
 		err := sha.CheckArguments(context.Background(), json.RawMessage(tt.args))

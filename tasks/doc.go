@@ -17,7 +17,7 @@
 //
 //	m := tasks.NewManager(tasks.Options{MaxTTL: time.Hour})
 //	defer m.Close(ctx)
-//	t, err := m.Start(ctx, "local", 0, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+//	t, err := m.Start(ctx, tasks.Requester{Owner: "local"}, 0, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
 //		return json.RawMessage(`{"ok":true}`), "", nil
 //	})
 //	done, err := m.Wait(ctx, "local", t.ID)

@@ -15,7 +15,7 @@ func Example() {
 	defer m.Close(ctx)
 
 	asked := make(chan *tasks.Input, 1)
-	t, _ := m.Start(ctx, "local", 0, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+	t, _ := m.Start(ctx, tasks.Requester{Owner: "local"}, 0, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
 		answer, err := h.Ask(ctx, "elicitation/create", json.RawMessage(`{"message":"Proceed?"}`), func(in *tasks.Input) { asked <- in })
 		if err != nil {
 			return nil, "", &tasks.Error{Code: -32603, Message: err.Error()}

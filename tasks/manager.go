@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -24,9 +25,18 @@ type Options struct {
 	DefaultTTL   time.Duration // when the requester names none; 0 means 1h
 	MaxTTL       time.Duration // requested TTLs are clamped to it; 0 means 24h
 	PollInterval time.Duration // suggested to requesters; 0 means 1s
-	MaxPerOwner  int           // unfinished tasks one owner may have; 0 means 64
-	PageSize     int           // tasks per tasks/list page; 0 means 50
-	SweepEvery   time.Duration // how often expired tasks are purged; 0 means 30s
+	MaxPerOwner  int           // unfinished tasks one requester may have; 0 means 64
+	// MaxShared caps the unfinished tasks of all the requesters that share one owner
+	// (Requester.Source set: anonymous clients) together, so that they cannot take
+	// the whole server from identified ones; 0 means 256.
+	MaxShared int
+	PageSize  int // tasks per tasks/list page; 0 means 50
+	// SweepEvery is how often expired tasks are purged from the store. Reads never
+	// serve an expired task whenever the sweep runs: it only frees the space (and a
+	// full store is swept before it refuses a task). 0 means a quarter of DefaultTTL,
+	// between 1s and 1m (15m for the default ttl of 1h would keep much for long;
+	// see sweepEvery).
+	SweepEvery time.Duration
 	// Bounds on what is kept. A new task is refused while the store is full, and a
 	// result over MaxResultBytes fails its task; nothing stored is dropped to make room.
 	MaxResultBytes int          // 0 means 16 MiB
@@ -52,7 +62,7 @@ type Manager struct {
 
 	mu     sync.Mutex
 	live   map[string]*live // unfinished tasks of this process
-	unfin  map[string]int   // unfinished tasks per owner
+	unfin  map[quotaKey]int // unfinished tasks per requester, and per shared owner
 	closed bool
 	wg     sync.WaitGroup
 	stop   chan struct{}
@@ -60,8 +70,38 @@ type Manager struct {
 	taskMu [64]sync.Mutex // read-modify-write of one task in the store, striped by ID
 }
 
+// Requester is who starts a task: the owner, who may see and touch it, and which of
+// the requesters sharing that owner it is.
+//
+// A requester that only the owner identifies (a session, a user) has Source "": it may
+// have MaxPerOwner unfinished tasks. Requesters that share one owner (anonymous
+// clients on the stateless wire, whose tasks' IDs are their capability) are told apart
+// by Source (their network address): each Source may have MaxPerOwner unfinished
+// tasks, and all of them together MaxShared. So one of them cannot use up the quota
+// of the others, and all of them cannot use up the server.
+type Requester struct {
+	Owner  string
+	Source string
+}
+
+// quotaKey names a counter of unfinished tasks: one requester's, or (all true) all
+// those of a shared owner.
+type quotaKey struct {
+	owner, source string
+	all           bool
+}
+
+// quotas are the counters r's tasks count against.
+func (r Requester) quotas() []quotaKey {
+	if r.Source == "" {
+		return []quotaKey{{owner: r.Owner}}
+	}
+	return []quotaKey{{owner: r.Owner, source: r.Source}, {owner: r.Owner, all: true}}
+}
+
 // live is the in-process state of an unfinished task.
 type live struct {
+	quotas  []quotaKey // the counters it counts against
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when the work has returned
 	changed chan struct{} // closed and replaced at every change
@@ -87,11 +127,14 @@ func NewManager(opts Options) *Manager {
 	if opts.MaxPerOwner <= 0 {
 		opts.MaxPerOwner = 64
 	}
+	if opts.MaxShared <= 0 {
+		opts.MaxShared = 256
+	}
 	if opts.PageSize <= 0 {
 		opts.PageSize = 50
 	}
 	if opts.SweepEvery <= 0 {
-		opts.SweepEvery = 30 * time.Second
+		opts.SweepEvery = sweepEvery(opts.DefaultTTL)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -105,11 +148,21 @@ func NewManager(opts Options) *Manager {
 	if opts.MaxStoreBytes <= 0 {
 		opts.MaxStoreBytes = 1 << 30
 	}
-	m := &Manager{opts: opts, store: opts.Store, live: map[string]*live{}, unfin: map[string]int{},
+	m := &Manager{opts: opts, store: opts.Store, live: map[string]*live{}, unfin: map[quotaKey]int{},
 		stop: make(chan struct{}), swept: make(chan struct{})}
 	go m.sweep()
 	return m
 }
+
+// sweepEvery is the sweep interval that follows the default ttl: a quarter of it,
+// between 1s and 1m.
+func sweepEvery(defaultTTL time.Duration) time.Duration {
+	return min(max(defaultTTL/4, time.Second), time.Minute)
+}
+
+// purgeBatch is how many expired tasks one store commit deletes: one commit (and one
+// fsync) per batch, and the store is free for other writers between batches.
+const purgeBatch = 1000
 
 // newID returns 192 random bits, URL-safe.
 func newID() string {
@@ -118,9 +171,10 @@ func newID() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// Start creates a task for owner and runs f in its own goroutine. ttl <= 0 asks for the
+// Start creates a task for who and runs f in its own goroutine. ttl <= 0 asks for the
 // default; a longer one than MaxTTL is clamped, and the task reports what it got.
-func (m *Manager) Start(ctx context.Context, owner string, ttl time.Duration, f Func) (Task, error) {
+func (m *Manager) Start(ctx context.Context, who Requester, ttl time.Duration, f Func) (Task, error) {
+	owner := who.Owner
 	if ttl <= 0 {
 		ttl = m.opts.DefaultTTL
 	}
@@ -134,25 +188,39 @@ func (m *Manager) Start(ctx context.Context, owner string, ttl time.Duration, f 
 		m.mu.Unlock()
 		return Task{}, ErrClosed
 	}
-	if m.unfin[owner] >= m.opts.MaxPerOwner {
-		m.mu.Unlock()
-		return Task{}, fmt.Errorf("%w: %d are still running (the limit per client is %d); wait for one to finish or cancel one",
-			ErrTooMany, m.opts.MaxPerOwner, m.opts.MaxPerOwner)
+	quotas := who.quotas()
+	for _, q := range quotas {
+		if err := m.checkQuota(q); err != nil {
+			m.mu.Unlock()
+			return Task{}, err
+		}
 	}
 	if err := m.checkRoom(ctx); err != nil {
-		m.mu.Unlock()
-		return Task{}, err
+		// Expired tasks still stored do not count against the bounds: purge a
+		// batch of them now (one commit, under the lock) rather than wait for the
+		// sweep.
+		if errors.Is(err, ErrStoreFull) {
+			if n, perr := m.store.Purge(ctx, time.Now(), purgeBatch); perr == nil && n > 0 {
+				err = m.checkRoom(ctx)
+			}
+		}
+		if err != nil {
+			m.mu.Unlock()
+			return Task{}, err
+		}
 	}
 	// The task's context outlives the request: only Cancel and Close end it.
 	taskCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	l := &live{cancel: cancel, changed: make(chan struct{}), done: make(chan struct{})}
+	l := &live{quotas: quotas, cancel: cancel, changed: make(chan struct{}), done: make(chan struct{})}
 	m.live[t.ID] = l
-	m.unfin[owner]++
+	for _, q := range quotas {
+		m.unfin[q]++
+	}
 	m.wg.Add(1)
 	m.mu.Unlock()
 
 	if err := m.store.Put(ctx, t); err != nil {
-		m.forget(t)
+		m.forget(t.ID)
 		cancel()
 		m.wg.Done()
 		return Task{}, fmt.Errorf("store task: %w", err)
@@ -165,6 +233,20 @@ func (m *Manager) Start(ctx context.Context, owner string, ttl time.Duration, f 
 		m.finish(t.ID, result, failed, rpcErr)
 	}()
 	return t, nil
+}
+
+// checkQuota refuses a new task that counter q has no room for.
+func (m *Manager) checkQuota(q quotaKey) error {
+	n := m.unfin[q]
+	switch {
+	case q.all && n >= m.opts.MaxShared:
+		return fmt.Errorf("%w: anonymous clients have %d unfinished tasks, as many as they may have together (max_anonymous); wait for one to finish, or authenticate",
+			ErrTooMany, n)
+	case !q.all && n >= m.opts.MaxPerOwner:
+		return fmt.Errorf("%w: %d are still running (the limit per client is %d); wait for one to finish or cancel one",
+			ErrTooMany, n, m.opts.MaxPerOwner)
+	}
+	return nil
 }
 
 // checkRoom refuses a new task while the store is at one of its bounds.
@@ -215,25 +297,28 @@ func (m *Manager) finish(id string, result json.RawMessage, failed string, rpcEr
 	}
 	m.mu.Lock()
 	if l := m.live[id]; l != nil {
-		m.forgetLocked(id, t.Owner)
+		m.forgetLocked(id)
 		close(l.changed)
 	}
 	m.mu.Unlock()
 }
 
-func (m *Manager) forget(t Task) {
+func (m *Manager) forget(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.forgetLocked(t.ID, t.Owner)
+	m.forgetLocked(id)
 }
 
-func (m *Manager) forgetLocked(id, owner string) {
-	if _, ok := m.live[id]; !ok {
+func (m *Manager) forgetLocked(id string) {
+	l, ok := m.live[id]
+	if !ok {
 		return
 	}
 	delete(m.live, id)
-	if m.unfin[owner]--; m.unfin[owner] <= 0 {
-		delete(m.unfin, owner)
+	for _, q := range l.quotas {
+		if m.unfin[q]--; m.unfin[q] <= 0 {
+			delete(m.unfin, q)
+		}
 	}
 }
 
@@ -285,10 +370,11 @@ func (m *Manager) changed(t Task) {
 	m.mu.Unlock()
 }
 
-// Get returns owner's task id. Another owner's task is ErrNotFound, as if it did not exist.
+// Get returns owner's task id. Another owner's task is ErrNotFound, as if it did not
+// exist, and so is an expired one (IsExpired), whether or not the sweep has purged it.
 func (m *Manager) Get(ctx context.Context, owner, id string) (Task, error) {
 	t, err := m.store.Get(ctx, id)
-	if err != nil || t.Owner != owner {
+	if err != nil || t.Owner != owner || IsExpired(t, time.Now()) {
 		return Task{}, ErrNotFound
 	}
 	return t, nil
@@ -350,10 +436,17 @@ func (m *Manager) List(ctx context.Context, owner, cursor string) ([]Task, strin
 	if err != nil {
 		return nil, "", err
 	}
-	next := ""
+	// The cursor is the last task the store returned, expired or not.
+	last := ""
 	if len(page) > m.opts.PageSize {
+		last = page[m.opts.PageSize-1].ID
 		page = page[:m.opts.PageSize]
-		next = base64.RawURLEncoding.EncodeToString([]byte(page[len(page)-1].ID))
+	}
+	now := time.Now()
+	page = slices.DeleteFunc(page, func(t Task) bool { return IsExpired(t, now) })
+	next := ""
+	if last != "" {
+		next = base64.RawURLEncoding.EncodeToString([]byte(last))
 	}
 	return page, next, nil
 }
@@ -432,19 +525,21 @@ func (m *Manager) sweep() {
 	}
 }
 
-// Purge deletes the tasks whose retention ended before now and returns how many.
+// Purge deletes the tasks whose retention ended before now, a batch of them per
+// store commit, and returns how many.
 func (m *Manager) Purge(ctx context.Context, now time.Time) int {
-	ids, err := m.store.Expired(ctx, now)
-	if err != nil {
-		m.opts.Logger.Error("list expired tasks", "err", err)
-		return 0
-	}
-	for _, id := range ids {
-		if err := m.store.Delete(ctx, id); err != nil {
-			m.opts.Logger.Error("delete expired task", "task", id, "err", err)
+	total := 0
+	for {
+		n, err := m.store.Purge(ctx, now, purgeBatch)
+		total += n
+		if err != nil {
+			m.opts.Logger.Error("purge expired tasks", "purged", total, "err", err)
+			return total
+		}
+		if n < purgeBatch || ctx.Err() != nil {
+			return total
 		}
 	}
-	return len(ids)
 }
 
 // Input is a pending request for input from the requester (elicitation, sampling).

@@ -68,7 +68,7 @@ func TestOutcomes(t *testing.T) {
 	m := newManager(t, tasks.Options{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			created, err := m.Start(context.Background(), "me", 0, tt.f)
+			created, err := m.Start(context.Background(), tasks.Requester{Owner: "me"}, 0, tt.f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +90,7 @@ func TestTaskOutlivesRequest(t *testing.T) {
 	m := newManager(t, tasks.Options{})
 	reqCtx, cancel := context.WithCancel(context.Background())
 	started := make(chan struct{})
-	created, err := m.Start(reqCtx, "me", 0, func(ctx context.Context, _ *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+	created, err := m.Start(reqCtx, tasks.Requester{Owner: "me"}, 0, func(ctx context.Context, _ *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
 		close(started)
 		time.Sleep(20 * time.Millisecond)
 		if ctx.Err() != nil {
@@ -111,7 +111,7 @@ func TestTaskOutlivesRequest(t *testing.T) {
 
 func TestCancel(t *testing.T) {
 	m := newManager(t, tasks.Options{})
-	created, _ := m.Start(context.Background(), "me", 0, block)
+	created, _ := m.Start(context.Background(), tasks.Requester{Owner: "me"}, 0, block)
 	got, err := m.Cancel(context.Background(), "me", created.ID)
 	if err != nil || got.Status != tasks.Cancelled {
 		t.Fatalf("Cancel() = %v, %v", got.Status, err)
@@ -128,7 +128,7 @@ func TestCancel(t *testing.T) {
 
 func TestOwnersAreIsolated(t *testing.T) {
 	m := newManager(t, tasks.Options{})
-	created, _ := m.Start(context.Background(), "alice", 0, block)
+	created, _ := m.Start(context.Background(), tasks.Requester{Owner: "alice"}, 0, block)
 	ctx := context.Background()
 	if _, err := m.Get(ctx, "bob", created.ID); !errors.Is(err, tasks.ErrNotFound) {
 		t.Errorf("Get(bob) = %v, want ErrNotFound", err)
@@ -147,7 +147,7 @@ func TestOwnersAreIsolated(t *testing.T) {
 	}
 	// A cursor from alice's listing means nothing to bob.
 	for range 60 {
-		m.Start(ctx, "alice", 0, result(`{}`))
+		m.Start(ctx, tasks.Requester{Owner: "alice"}, 0, result(`{}`))
 	}
 	_, next, _ := m.List(ctx, "alice", "")
 	if _, _, err := m.List(ctx, "bob", next); !errors.Is(err, tasks.ErrBadCursor) {
@@ -165,7 +165,7 @@ func TestTTL(t *testing.T) {
 		{48 * time.Hour, time.Hour},
 	}
 	for _, tt := range tests {
-		created, _ := m.Start(context.Background(), "me", tt.ask, result(`{}`))
+		created, _ := m.Start(context.Background(), tasks.Requester{Owner: "me"}, tt.ask, result(`{}`))
 		if created.TTL != tt.want {
 			t.Errorf("Start(ttl %v).TTL = %v, want %v", tt.ask, created.TTL, tt.want)
 		}
@@ -178,8 +178,8 @@ func TestExpiryNeverDropsUnfinished(t *testing.T) {
 		defer m.Close(context.Background())
 		ctx := context.Background()
 		release := make(chan struct{})
-		done, _ := m.Start(ctx, "me", 2*time.Second, result(`{"n":1}`))
-		slow, _ := m.Start(ctx, "me", 2*time.Second, func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+		done, _ := m.Start(ctx, tasks.Requester{Owner: "me"}, 2*time.Second, result(`{"n":1}`))
+		slow, _ := m.Start(ctx, tasks.Requester{Owner: "me"}, 2*time.Second, func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
 			<-release
 			return json.RawMessage(`{"n":2}`), "", nil
 		})
@@ -217,7 +217,7 @@ func TestPagination(t *testing.T) {
 	ctx := context.Background()
 	want := map[string]bool{}
 	for range 250 {
-		created, err := m.Start(ctx, "me", 0, result(`{}`))
+		created, err := m.Start(ctx, tasks.Requester{Owner: "me"}, 0, result(`{}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,22 +255,60 @@ func TestPerOwnerLimit(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for range 3 {
-		created, err := m.Start(ctx, "me", 0, block)
+		created, err := m.Start(ctx, tasks.Requester{Owner: "me"}, 0, block)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, created.ID)
 	}
-	if _, err := m.Start(ctx, "me", 0, block); !errors.Is(err, tasks.ErrTooMany) {
+	if _, err := m.Start(ctx, tasks.Requester{Owner: "me"}, 0, block); !errors.Is(err, tasks.ErrTooMany) {
 		t.Fatalf("4th Start = %v, want ErrTooMany", err)
 	}
-	if _, err := m.Start(ctx, "other", 0, block); err != nil {
+	if _, err := m.Start(ctx, tasks.Requester{Owner: "other"}, 0, block); err != nil {
 		t.Errorf("another owner's Start = %v, want nil", err)
 	}
 	m.Cancel(ctx, "me", ids[0])
 	m.Wait(ctx, "me", ids[0])
-	if _, err := m.Start(ctx, "me", 0, block); err != nil {
+	if _, err := m.Start(ctx, tasks.Requester{Owner: "me"}, 0, block); err != nil {
 		t.Errorf("Start after a cancel = %v, want room again", err)
+	}
+}
+
+// TestSharedOwnerLimits: requesters sharing one owner (anonymous clients) each have
+// their own MaxPerOwner, and all of them together MaxShared; a task of one is still
+// visible to the others (the ID is the capability).
+func TestSharedOwnerLimits(t *testing.T) {
+	m := newManager(t, tasks.Options{MaxPerOwner: 2, MaxShared: 3})
+	ctx := context.Background()
+	a := tasks.Requester{Owner: "anonymous", Source: "127.0.0.2/32"}
+	b := tasks.Requester{Owner: "anonymous", Source: "127.0.0.3/32"}
+	c := tasks.Requester{Owner: "anonymous", Source: "127.0.0.4/32"}
+	steps := []struct {
+		who  tasks.Requester
+		want error
+	}{
+		{a, nil}, {a, nil},
+		{a, tasks.ErrTooMany}, // a's own share is used up
+		{b, nil},              // b is not blocked by a
+		{c, tasks.ErrTooMany}, // all anonymous together: 3
+		{tasks.Requester{Owner: "user:x"}, nil},
+	}
+	var first tasks.Task
+	for i, st := range steps {
+		created, err := m.Start(ctx, st.who, 0, block)
+		if !errors.Is(err, st.want) {
+			t.Fatalf("step %d: Start(%+v) = %v, want %v", i, st.who, err, st.want)
+		}
+		if i == 0 {
+			first = created
+		}
+	}
+	if _, err := m.Get(ctx, "anonymous", first.ID); err != nil {
+		t.Errorf("Get(a's task) by another anonymous requester = %v, want it (the ID is the capability)", err)
+	}
+	m.Cancel(ctx, "anonymous", first.ID)
+	if _, err := m.Start(ctx, c, 0, block); err != nil {
+		t.Errorf("Start(c) after a cancel = %v, want room again", err)
 	}
 }
 
@@ -278,7 +316,7 @@ func TestIDs(t *testing.T) {
 	m := newManager(t, tasks.Options{MaxPerOwner: 2000})
 	seen := map[string]bool{}
 	for range 1000 {
-		created, _ := m.Start(context.Background(), "me", 0, result(`{}`))
+		created, _ := m.Start(context.Background(), tasks.Requester{Owner: "me"}, 0, result(`{}`))
 		raw, err := base64.RawURLEncoding.DecodeString(created.ID)
 		if err != nil || len(raw)*8 < 128 {
 			t.Fatalf("ID %q: %d bits, %v", created.ID, len(raw)*8, err)
@@ -294,7 +332,7 @@ func TestInputRequests(t *testing.T) {
 	m := newManager(t, tasks.Options{})
 	ctx := context.Background()
 	asked := make(chan *tasks.Input, 2)
-	created, _ := m.Start(ctx, "me", 0, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+	created, _ := m.Start(ctx, tasks.Requester{Owner: "me"}, 0, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
 		var wg sync.WaitGroup
 		answers := make([]string, 2)
 		for i := range 2 {
@@ -342,7 +380,7 @@ func TestCancelReleasesAsk(t *testing.T) {
 	m := newManager(t, tasks.Options{})
 	ctx := context.Background()
 	asked := make(chan struct{})
-	created, _ := m.Start(ctx, "me", 0, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+	created, _ := m.Start(ctx, tasks.Requester{Owner: "me"}, 0, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
 		_, err := h.Ask(ctx, "elicitation/create", nil, func(*tasks.Input) { close(asked) })
 		return nil, "", &tasks.Error{Code: -1, Message: err.Error()}
 	})
@@ -355,7 +393,7 @@ func TestCancelReleasesAsk(t *testing.T) {
 
 func TestCloseStopsWork(t *testing.T) {
 	m := tasks.NewManager(tasks.Options{})
-	created, _ := m.Start(context.Background(), "me", 0, block)
+	created, _ := m.Start(context.Background(), tasks.Requester{Owner: "me"}, 0, block)
 	if err := m.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +401,80 @@ func TestCloseStopsWork(t *testing.T) {
 	if !got.Status.Terminal() {
 		t.Errorf("after Close: %s, want terminal", got.Status)
 	}
-	if _, err := m.Start(context.Background(), "me", 0, block); !errors.Is(err, tasks.ErrClosed) {
+	if _, err := m.Start(context.Background(), tasks.Requester{Owner: "me"}, 0, block); !errors.Is(err, tasks.ErrClosed) {
 		t.Errorf("Start after Close = %v, want ErrClosed", err)
 	}
+}
+
+// TestExpiredNotServed: a finished task is gone at its ttl for every read, not at the
+// next sweep.
+func TestExpiredNotServed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := tasks.NewMemoryStore()
+		m := tasks.NewManager(tasks.Options{Store: store, SweepEvery: time.Hour})
+		defer m.Close(context.Background())
+		ctx := context.Background()
+		done, _ := m.Start(ctx, tasks.Requester{Owner: "me"}, 2*time.Second, result(`{"n":1}`))
+		synctest.Wait()
+		time.Sleep(time.Second)
+		if _, err := m.Get(ctx, "me", done.ID); err != nil {
+			t.Fatalf("Get within the ttl = %v", err)
+		}
+		time.Sleep(1500 * time.Millisecond) // past the ttl; no sweep yet
+		if _, err := store.Get(ctx, done.ID); err != nil {
+			t.Fatalf("the store no longer holds the task (%v): the test needs it unswept", err)
+		}
+		reads := []struct {
+			name string
+			read func() error
+		}{
+			{"Get", func() error { _, err := m.Get(ctx, "me", done.ID); return err }},
+			{"Watch", func() error { _, _, _, err := m.Watch(ctx, "me", done.ID); return err }},
+			{"Wait", func() error { _, err := m.Wait(ctx, "me", done.ID); return err }},
+			{"Cancel", func() error { _, err := m.Cancel(ctx, "me", done.ID); return err }},
+		}
+		for _, r := range reads {
+			if err := r.read(); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("%s after the ttl = %v, want %v", r.name, err, tasks.ErrNotFound)
+			}
+		}
+		if page, _, err := m.List(ctx, "me", ""); err != nil || len(page) != 0 {
+			t.Errorf("List after the ttl = %d tasks, %v, want none", len(page), err)
+		}
+	})
+}
+
+// TestFullStoreSweptFirst: a store full of expired tasks takes a new one at once.
+func TestFullStoreSweptFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := tasks.NewManager(tasks.Options{MaxStoredTasks: 1, SweepEvery: time.Hour})
+		defer m.Close(context.Background())
+		ctx := context.Background()
+		m.Start(ctx, tasks.Requester{Owner: "me"}, time.Second, result(`{}`))
+		synctest.Wait()
+		if _, err := m.Start(ctx, tasks.Requester{Owner: "me"}, 0, result(`{}`)); !errors.Is(err, tasks.ErrStoreFull) {
+			t.Fatalf("Start with the store full = %v, want ErrStoreFull", err)
+		}
+		time.Sleep(2 * time.Second)
+		if _, err := m.Start(ctx, tasks.Requester{Owner: "me"}, 0, result(`{}`)); err != nil {
+			t.Errorf("Start with the store full of expired tasks = %v, want room", err)
+		}
+	})
+}
+
+// TestSweepInterval: with no SweepEvery, the sweep follows the ttls: a short default
+// ttl is swept soon after it ends, not 30 s later.
+func TestSweepInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := tasks.NewMemoryStore()
+		m := tasks.NewManager(tasks.Options{Store: store, DefaultTTL: 4 * time.Second})
+		defer m.Close(context.Background())
+		ctx := context.Background()
+		done, _ := m.Start(ctx, tasks.Requester{Owner: "me"}, 0, result(`{}`))
+		time.Sleep(7 * time.Second)
+		synctest.Wait()
+		if _, err := store.Get(ctx, done.ID); !errors.Is(err, tasks.ErrNotFound) {
+			t.Errorf("store.Get 3 s after a 4 s ttl = %v, want purged", err)
+		}
+	})
 }

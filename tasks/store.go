@@ -21,8 +21,11 @@ type Store interface {
 	// Delete removes a task; removing a missing task is not an error.
 	Delete(ctx context.Context, id string) error
 	// Expired returns the IDs of terminal tasks whose retention ended before now
-	// (see ExpiresAt).
+	// (see IsExpired).
 	Expired(ctx context.Context, now time.Time) ([]string, error)
+	// Purge deletes up to limit tasks that IsExpired at now, in one commit, and
+	// returns how many it deleted.
+	Purge(ctx context.Context, now time.Time, limit int) (int, error)
 	// Stats reports how much the store holds.
 	Stats(ctx context.Context) (Stats, error)
 }
@@ -132,11 +135,23 @@ func (s *MemoryStore) Expired(_ context.Context, now time.Time) ([]string, error
 	defer s.mu.Unlock()
 	var ids []string
 	for id, t := range s.tasks {
-		if t.Status.Terminal() && now.After(ExpiresAt(t)) {
+		if IsExpired(t, now) {
 			ids = append(ids, id)
 		}
 	}
 	return ids, nil
+}
+
+func (s *MemoryStore) Purge(ctx context.Context, now time.Time, limit int) (int, error) {
+	ids, err := s.Expired(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	ids = ids[:min(len(ids), limit)]
+	for _, id := range ids {
+		s.Delete(ctx, id)
+	}
+	return len(ids), nil
 }
 
 // ResultGrace is how long a task that finished after its TTL had run out is still
@@ -152,6 +167,12 @@ func ExpiresAt(t Task) time.Time {
 		until = t.FinishedAt.Add(ResultGrace)
 	}
 	return until
+}
+
+// IsExpired reports whether t's retention ended before now: it is terminal and now is
+// past ExpiresAt. An expired task is not served, whether or not it was purged yet.
+func IsExpired(t Task, now time.Time) bool {
+	return t.Status.Terminal() && now.After(ExpiresAt(t))
 }
 
 func compare(a, b Task) int {

@@ -130,6 +130,8 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 			MaxTTL:         cfg.Tasks.MaxTTL.Duration,
 			PollInterval:   cfg.Tasks.PollInterval.Duration,
 			MaxPerOwner:    cfg.Tasks.MaxPerClient,
+			MaxShared:      cfg.Tasks.MaxAnonymous,
+			SweepEvery:     cfg.Tasks.SweepInterval.Duration,
 			MaxResultBytes: cfg.Tasks.MaxResultBytes,
 			MaxStoredTasks: cfg.Tasks.MaxStoredTasks,
 			MaxStoreBytes:  int64(cfg.Tasks.MaxStoreMiB) << 20,

@@ -16,8 +16,9 @@ import (
 // request stands alone, with the protocol version, client info and capabilities in
 // its _meta and the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers.
 type Stateless struct {
-	URL  string
-	Caps map[string]any // the client capabilities sent with every request; nil sends {}
+	URL    string
+	Caps   map[string]any // the client capabilities sent with every request; nil sends {}
+	Client *http.Client   // nil means http.DefaultClient
 
 	id atomic.Int64
 }
@@ -87,7 +88,11 @@ func (s *Stateless) Call(method string, params map[string]any, header map[string
 			req.Header.Set(k, *v)
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := s.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -340,3 +340,50 @@ func (s *Store) Stats(context.Context) (tasks.Stats, error) {
 	defer s.mu.Unlock()
 	return tasks.Stats{Tasks: s.count, Bytes: s.bytes}, nil
 }
+
+// Purge deletes up to limit expired tasks in one transaction: one commit and one
+// fsync for the batch. The pages they free are reused for new tasks; the file does
+// not shrink (bbolt never shrinks a file in place; see the package doc).
+func (s *Store) Purge(_ context.Context, now time.Time, limit int) (int, error) {
+	var n int
+	var size int64
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		n, size = 0, 0
+		until := uint64(now.UnixNano())
+		var keys [][]byte
+		c := tx.Bucket(bucketExpiry).Cursor()
+		for k, _ := c.First(); k != nil && len(keys) < limit && binary.BigEndian.Uint64(k[:8]) < until; k, _ = c.Next() {
+			keys = append(keys, bytes.Clone(k))
+		}
+		for _, k := range keys {
+			id := k[8:]
+			t, ok, err := get(tx, string(id))
+			if err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketExpiry).Delete(k); err != nil {
+				return err
+			}
+			if !ok {
+				continue // an index entry left without its task
+			}
+			if err := tx.Bucket(bucketTasks).Delete(id); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketOwners).Delete(ownerKey(t)); err != nil {
+				return err
+			}
+			n++
+			size += tasks.Size(t)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("task store %s: purge: %w", s.path, err)
+	}
+	s.mu.Lock()
+	s.count -= n
+	s.bytes -= size
+	s.mu.Unlock()
+	return n, nil
+}

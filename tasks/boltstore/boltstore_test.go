@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,10 +155,10 @@ func TestManagerOnBolt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tasks.db")
 	s := open(t, path)
 	m := tasks.NewManager(tasks.Options{Store: s, MaxResultBytes: 10})
-	small, _ := m.Start(ctx, "local", 0, func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+	small, _ := m.Start(ctx, tasks.Requester{Owner: "local"}, 0, func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
 		return json.RawMessage(`{"ok":1}`), "", nil
 	})
-	big, _ := m.Start(ctx, "local", 0, func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+	big, _ := m.Start(ctx, tasks.Requester{Owner: "local"}, 0, func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
 		return json.RawMessage(`{"ok":"far too long"}`), "", nil
 	})
 	if got, _ := m.Wait(ctx, "local", small.ID); got.Status != tasks.Completed {
@@ -175,7 +177,56 @@ func TestManagerOnBolt(t *testing.T) {
 	if got, err := m.Get(ctx, "local", small.ID); err != nil || string(got.Result) != `{"ok":1}` {
 		t.Errorf("after restart: %s, %v", got.Result, err)
 	}
-	if _, err := m.Start(ctx, "local", 0, nil); !errors.Is(err, tasks.ErrStoreFull) {
+	if _, err := m.Start(ctx, tasks.Requester{Owner: "local"}, 0, nil); !errors.Is(err, tasks.ErrStoreFull) {
 		t.Errorf("Start with the store full = %v, want ErrStoreFull", err)
+	}
+}
+
+// TestPurgeBatches purges 2,000 expired tasks (and leaves the unexpired and the
+// unfinished ones) through the Manager, which purges in batches of one commit each.
+func TestPurgeBatches(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "tasks.db"))
+	defer s.Close()
+	const n = 2000
+	base := time.Now().UTC().Add(-time.Hour)
+	put := func(from, to int, status tasks.Status, created time.Time) {
+		var wg sync.WaitGroup
+		for w := range 64 { // concurrent Puts share commits: a quicker setup
+			wg.Go(func() {
+				for i := from + w; i < to; i += 64 {
+					x := task(fmt.Sprintf("t%05d", i), fmt.Sprintf("owner%d", i%7), created, status)
+					x.FinishedAt = created
+					x.Result = json.RawMessage(`{"content":[]}`)
+					if err := s.Put(ctx, x); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	put(0, n, tasks.Completed, base)          // expired an hour ago (ttl 1m)
+	put(n, n+10, tasks.Completed, time.Now()) // not yet
+	put(n+10, n+20, tasks.Working, base)      // never while unfinished
+	m := tasks.NewManager(tasks.Options{Store: s, SweepEvery: time.Hour})
+	defer m.Close(ctx)
+	start := time.Now()
+	got := m.Purge(ctx, time.Now())
+	took := time.Since(start)
+	t.Logf("purged %d expired tasks in %v", got, took)
+	if got != n {
+		t.Errorf("Purge() = %d, want %d", got, n)
+	}
+	if st, _ := s.Stats(ctx); st.Tasks != 20 {
+		t.Errorf("Stats() after the purge = %+v, want 20 tasks", st)
+	}
+	for _, id := range []string{fmt.Sprintf("t%05d", n), fmt.Sprintf("t%05d", n+10)} {
+		if _, err := s.Get(ctx, id); err != nil {
+			t.Errorf("Get(%s) after the purge = %v, want kept", id, err)
+		}
+	}
+	if page, _ := s.List(ctx, "owner0", "", 10000); len(page) != 3 {
+		t.Errorf("List(owner0) after the purge = %d tasks, want 3 (its index entries purged too)", len(page))
 	}
 }

@@ -8,6 +8,13 @@
 // working forever. A file that is locked by another process, corrupt or unreadable is
 // an error that names it; nothing is reset or deleted.
 //
+// Expired tasks are purged in batches, one transaction each (Purge). The pages they
+// free go back to bbolt's freelist and are reused by later tasks, so the file stays
+// at its high-water mark: bbolt never shrinks a file in place. To shrink it, stop the
+// server and compact the file offline (bbolt's own tool: `bbolt compact -o new.db
+// tasks.db`, then move new.db over tasks.db); the server does not do it at start,
+// since that would copy the whole store while it holds the lock.
+//
 //	st, err := boltstore.Open(filepath.Join(dataDir, "tasks.db"))
 //	m := tasks.NewManager(tasks.Options{Store: st})
 package boltstore
