@@ -319,7 +319,7 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 					return out, err, false
 				}
 			}
-			return nil, m.lost(p), false
+			return nil, m.lost(p), !p.begun(c)
 		}
 	}
 }
@@ -480,7 +480,8 @@ type call struct {
 	id     uint64
 	wake   chan struct{} // signalled when frames are queued
 	frames []frame
-	count  int // frames received, against the ABI's per-call limits
+	count  int  // frames received, against the ABI's per-call limits
+	begun  bool // the worker said the guest starts: the call may have had effects
 }
 
 func (p *process) register() *call {
@@ -498,6 +499,14 @@ func (p *process) unregister(id uint64) {
 	p.mu.Unlock()
 }
 
+// begun reports whether the worker said c's guest starts. Once the process is dead,
+// every frame it wrote has been delivered: false then means the guest never ran.
+func (p *process) begun(c *call) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return c.begun
+}
+
 // take removes and returns the frames queued for c.
 func (p *process) take(c *call) []frame {
 	p.mu.Lock()
@@ -508,8 +517,9 @@ func (p *process) take(c *call) []frame {
 }
 
 // maxCallFrames is more than the ABI lets one call send (1,000 logs, 10,000 progress
-// reports, 100 requests and one result): a worker that sends more is misbehaving.
-const maxCallFrames = 1000 + 10000 + 100 + 1
+// reports, 100 requests, one begun and one result): a worker that sends more is
+// misbehaving.
+const maxCallFrames = 1000 + 10000 + 100 + 2
 
 // read dispatches the worker's frames until its output ends, checking each one: a
 // malformed frame means the worker is not behaving as this program's worker does, and
@@ -567,6 +577,10 @@ func validate(f frame) error {
 		if n < 16 || n-16 > 1<<10 || !utf8.Valid(f.payload[16:]) {
 			return errors.New("malformed progress")
 		}
+	case frameBegun:
+		if n != 0 {
+			return errors.New("malformed begun")
+		}
 	case frameRequest:
 		if n < 1 || n < 1+int(f.payload[0]) || f.payload[0] > 64 || n-1-int(f.payload[0]) > 64<<10 ||
 			!utf8.Valid(f.payload[1:1+int(f.payload[0])]) {
@@ -590,6 +604,10 @@ func (p *process) deliver(f frame) bool {
 	c.count++
 	if c.count > maxCallFrames {
 		return false
+	}
+	if f.typ == frameBegun {
+		c.begun = true
+		return true
 	}
 	c.frames = append(c.frames, f)
 	select {
