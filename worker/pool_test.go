@@ -233,3 +233,50 @@ func TestGrantsDoNotCostDescriptorsPerInstance(t *testing.T) {
 		}
 	}
 }
+
+// A guest that cannot open a file because its worker ran out of descriptors crashes
+// with wazero's EIO; the message names the cause and the numbers.
+func TestOutOfOpenFilesNamed(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/f.txt", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// MaxConcurrent 1 with one grant: an open-file limit of 64 + 1 x (1 + 4) = 69.
+	m := loadSpec(t, worker.Options{}, worker.Spec{Name: "fdhold", Wasm: wasm(t, "testdata/wasm/fdhold.wasm"),
+		Grants: sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "/data"}}}, Processes: 1, MaxConcurrent: 1})
+	release := make(chan struct{})
+	asked := make(chan string, 8)
+	hold := &client{asked: asked, answer: func(ctx context.Context) ([]byte, error) {
+		select {
+		case <-release:
+			return []byte(`{"action":"accept","content":{}}`), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(release)
+	// Each call holds 16 files open: the fifth cannot open all of its own.
+	for n := 1; n <= 5; n++ {
+		errs := make(chan error, 1)
+		wg.Go(func() {
+			_, err := m.Call(ctx, input("hold", nil), hold)
+			errs <- err
+		})
+		select {
+		case <-asked:
+			continue // it holds its files and waits
+		case err := <-errs:
+			var ge *sandbox.GuestError
+			if !errors.As(err, &ge) || ge.Kind != sandbox.KindTrap || !strings.Contains(ge.Message, "too many open files") ||
+				!strings.Contains(ge.Message, "of its 69 open files") {
+				t.Fatalf("Call(hold) %d = %v; want a crash that names the open-file limit", n, err)
+			}
+			t.Logf("call %d: %s", n, ge.Message)
+			return
+		}
+	}
+	t.Fatal("five calls each held 16 files open within a limit of 69")
+}

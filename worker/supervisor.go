@@ -125,6 +125,7 @@ type Module struct {
 	sup    *Supervisor
 	name   string
 	limits sandbox.Limits
+	files  uint64 // each worker's open-file limit
 	init   []byte // the init frame's payload, kept to restart the worker
 	logger *slog.Logger
 	slots  []*slot
@@ -145,11 +146,12 @@ type Module struct {
 // checked its ABI version. Errors say what the worker reported.
 func (s *Supervisor) Load(ctx context.Context, spec Spec) (*Module, error) {
 	limits := spec.Limits.WithDefaults()
+	files := openFiles(spec.MaxConcurrent, len(spec.Grants.Dirs))
 	doc, err := json.Marshal(initDoc{
 		Name: spec.Name, Limits: limits, Env: spec.Grants.Env, Dirs: spec.Grants.Dirs,
 		CacheDir: s.opts.CacheDir, GCPercent: s.opts.GCPercent,
 		Harden: hardening{
-			OpenFiles:       openFiles(spec.MaxConcurrent, len(spec.Grants.Dirs)),
+			OpenFiles:       files,
 			AddressSpaceMiB: addressSpaceMiB(limits),
 			Seccomp:         !s.opts.NoSeccomp,
 		},
@@ -159,7 +161,7 @@ func (s *Supervisor) Load(ctx context.Context, spec Spec) (*Module, error) {
 	}
 	init := binary.BigEndian.AppendUint32(nil, uint32(len(doc)))
 	init = append(append(init, doc...), spec.Wasm...)
-	m := &Module{sup: s, name: spec.Name, limits: limits, init: init, logger: s.logger.With("plugin", spec.Name)}
+	m := &Module{sup: s, name: spec.Name, limits: limits, files: files, init: init, logger: s.logger.With("plugin", spec.Name)}
 	first, err := m.start(ctx)
 	if err != nil {
 		return nil, err
@@ -328,7 +330,7 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 func (m *Module) handle(ctx context.Context, p *process, c *call, f frame, h sandbox.Host) (out []byte, err error, finished bool) {
 	switch f.typ {
 	case frameResult:
-		return m.result(f.payload)
+		return m.result(p, f.payload)
 	case frameLog:
 		if h != nil {
 			h.Log(ctx, sandbox.Level(f.payload[0]), string(f.payload[1:]))
@@ -374,7 +376,7 @@ func replyStatus(reply []byte, err error) (byte, []byte) {
 	return replyFailed, []byte(err.Error())
 }
 
-func (m *Module) result(payload []byte) ([]byte, error, bool) {
+func (m *Module) result(p *process, payload []byte) ([]byte, error, bool) {
 	outcome, body := payload[0], payload[1:]
 	switch {
 	case outcome == outcomeOK:
@@ -382,8 +384,27 @@ func (m *Module) result(payload []byte) ([]byte, error, bool) {
 	case outcome == outcomeError:
 		return nil, fmt.Errorf("plugin %q: %s", m.name, body), true
 	}
-	return nil, &sandbox.GuestError{Kind: sandbox.ErrorKind(outcome), Message: string(body)}, true
+	msg := string(body)
+	if sandbox.ErrorKind(outcome) == sandbox.KindTrap {
+		msg += m.openFilesNote(p)
+	}
+	return nil, &sandbox.GuestError{Kind: sandbox.ErrorKind(outcome), Message: msg}, true
 }
+
+// openFilesNote names the likely cause of a crash in worker p when p has (nearly) used
+// up its open files: wazero reports a failed open as EIO ("input/output error"), and a
+// Go guest that cannot start as "_initialize failed". "" otherwise.
+func (m *Module) openFilesNote(p *process) string {
+	n := openFileCount(p.cmd.Process.Pid)
+	if n < 0 || uint64(n)+openFilesSlack < m.files {
+		return ""
+	}
+	return fmt.Sprintf(" (its worker process had used %d of its %d open files: too many open files; calls of this plugin that run at once hold them)", n, m.files)
+}
+
+// openFilesSlack is how close to its open-file limit a worker counts as out of files:
+// when the crash is reported, the crashed instance has closed its own.
+const openFilesSlack = 16
 
 // stuck kills a worker whose call did not stop in time and reports the call's end.
 func (m *Module) stuck(ctx, parent context.Context, p *process) error {
