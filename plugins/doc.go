@@ -5,9 +5,9 @@
 //
 // A [Tool] checks a call's arguments against its input schema before any guest code
 // runs, and checks the guest's output (UTF-8, JSON, output schema) before anyone sees it.
+// It knows nothing of MCP sessions; the host package maps tools onto them.
+//
 // Every plugin's runner is wrapped in a limiter (limit.go): at most max_concurrent
 // calls run at once, a bounded queue waits in order, and past it a call is refused
 // with a [BusyError] that names the limit.
-//
-// It knows nothing of MCP sessions; the host package maps tools onto them.
 package plugins
