@@ -52,6 +52,12 @@ const (
 	DefaultMaxStoreMiB    = 1024
 
 	maxPluginName = 32
+
+	// Admission and worker pool ranges; their defaults live with their owners
+	// (plugins.Admission, worker.DefaultProcesses).
+	MaxConcurrentLimit = 1024    // max_concurrent
+	MaxQueuedLimit     = 100_000 // max_queued
+	MaxWorkers         = 16      // workers
 )
 
 // Config is the whole of config.toml.
@@ -233,6 +239,21 @@ type Plugin struct {
 	// supervised worker process that is killed if a call does not stop: only
 	// there can a hostile guest never stall the server.
 	Trusted bool `toml:"trusted"`
+	// MaxConcurrent is how many calls of the plugin run at once (each a fresh
+	// instance), 1..MaxConcurrentLimit. 0 means plugins.DefaultMaxConcurrent
+	// of memory_mib: 2048 MiB / memory_mib, kept within 4..64.
+	MaxConcurrent int `toml:"max_concurrent"`
+	// MaxQueued is how many more calls may wait for a free slot, 1..MaxQueuedLimit;
+	// past it a call is refused at once. 0 means 16 x max_concurrent.
+	MaxQueued int `toml:"max_queued"`
+	// QueueTimeout is how long a call may wait for a slot before it is refused,
+	// MinTimeout..MaxTimeout. 0 means plugins.DefaultQueueTimeout (30s).
+	QueueTimeout Duration `toml:"queue_timeout"`
+	// Workers is how many worker processes share the plugin's calls,
+	// 1..MaxWorkers; a client's calls go to one of them, so a call that gets its
+	// worker killed takes down only the calls in that worker. Not for a trusted
+	// plugin. 0 means worker.DefaultProcesses (2).
+	Workers int `toml:"workers"`
 }
 
 // Dir holds one [[plugins.dirs]] table: a host directory mounted in the guest.
@@ -653,6 +674,21 @@ func (c *Config) finish(name, dir string) []error {
 			p.Timeout.Duration = DefaultTimeout
 		} else if p.Timeout.Duration < MinTimeout || p.Timeout.Duration > MaxTimeout {
 			fail(where, "timeout %v out of range %v..%v", p.Timeout.Duration, MinTimeout, MaxTimeout)
+		}
+		for _, lim := range []struct {
+			key string
+			v   int
+			max int
+		}{{"max_concurrent", p.MaxConcurrent, MaxConcurrentLimit}, {"max_queued", p.MaxQueued, MaxQueuedLimit}, {"workers", p.Workers, MaxWorkers}} {
+			if lim.v < 0 || lim.v > lim.max {
+				fail(where, "%s %d out of range 1..%d", lim.key, lim.v, lim.max)
+			}
+		}
+		if d := p.QueueTimeout.Duration; d != 0 && (d < MinTimeout || d > MaxTimeout) {
+			fail(where, "queue_timeout %v out of range %v..%v", d, MinTimeout, MaxTimeout)
+		}
+		if p.Trusted && p.Workers != 0 {
+			fail(where, "workers %d is set, but a trusted plugin runs in the server process; remove one", p.Workers)
 		}
 		for _, lim := range []struct {
 			key string

@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
+	"github.com/mcp-wasmhost/mcp-wasmhost/worker"
 )
 
 // bridge carries one call's guest requests to the MCP session that made the call.
@@ -100,7 +101,30 @@ func (b *bridge) currentTask() *tasks.Handle {
 	return b.task
 }
 
-var _ sandbox.Host = (*bridge)(nil)
+var (
+	_ sandbox.Host    = (*bridge)(nil)
+	_ plugins.Waiter  = (*bridge)(nil)
+	_ worker.Affinity = (*bridge)(nil)
+)
+
+// Waiting shows in a task's statusMessage that its call waits for one of the plugin's
+// slots (msg), or no longer does (""). A synchronous call has no status to show it in.
+func (b *bridge) Waiting(_ context.Context, msg string) {
+	if t := b.currentTask(); t != nil {
+		t.Note(msg)
+	}
+}
+
+// Affinity keeps a client's calls in one of the plugin's worker processes, apart from
+// other clients' where the plugin has several: a call that gets its worker killed
+// takes down only the calls sharing it. The local user (stdio) is the only client, so
+// its calls spread over the workers by load.
+func (b *bridge) Affinity() string {
+	if b.owner == localOwner {
+		return ""
+	}
+	return b.owner
+}
 
 // name is what the guest serves, for logs: the tool, or the label of the request.
 func (b *bridge) name() string {

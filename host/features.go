@@ -177,6 +177,9 @@ func (s *Server) featureError(ctx context.Context, method string, err error) err
 	if errors.As(err, &pe) {
 		return invalidParams("%s", pe.Reason)
 	}
+	if busy := busyError(ctx, s, err); busy != nil {
+		return busy
+	}
 	var ge *sandbox.GuestError
 	if errors.As(err, &ge) {
 		s.logger.WarnContext(ctx, "guest failed", "method", method, "kind", ge.Kind, "err", ge.Message)

@@ -300,6 +300,9 @@ func (s *Server) failure(ctx context.Context, t *plugins.Tool, err error) (*mcp.
 	if errors.As(err, &pe) {
 		return nil, &jsonrpc.Error{Code: pe.Code, Message: pe.Message, Data: pe.Data}
 	}
+	if busy := busyError(ctx, s, err); busy != nil {
+		return nil, busy
+	}
 	var ge *sandbox.GuestError
 	if !errors.As(err, &ge) {
 		s.logger.ErrorContext(ctx, "tool call failed", "tool", t.Name, "err", err)

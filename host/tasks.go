@@ -328,8 +328,22 @@ func (s *Server) deliverInput(ctx context.Context, ss *mcp.ServerSession, own, t
 }
 
 // codeLimit answers a task the server will not take on now (too many unfinished tasks
-// for this client, or a full store): a server error in JSON-RPC's reserved range.
+// for this client, or a full store), or a call its plugin cannot admit now: a server
+// error in JSON-RPC's reserved range.
 const codeLimit = -32000
+
+// busyError is the JSON-RPC error for a call its plugin refused at its admission limit
+// (plugins.BusyError), or nil for any other error. Nothing of the call ran: it is the
+// server's refusal, not the tool's failure, so it is an error (in a task, the task's
+// failure with this error) rather than a result with isError.
+func busyError(ctx context.Context, s *Server, err error) *jsonrpc.Error {
+	var be *plugins.BusyError
+	if !errors.As(err, &be) {
+		return nil
+	}
+	s.logger.WarnContext(ctx, "call refused", "plugin", be.Plugin, "err", be)
+	return &jsonrpc.Error{Code: codeLimit, Message: be.Error()}
+}
 
 // codeRejectedByTransport is the go-sdk's code for a message its Streamable HTTP
 // transport could not deliver (no stream open for it); the request stays pending.

@@ -9,4 +9,8 @@
 // load under bounds (size, depth, references, fan-out, amplification), and every check's
 // work is bounded before it starts ([Schema], schema.go).
 // It knows nothing of MCP sessions; the host package maps tools onto them.
+//
+// Every plugin's runner is wrapped in a limiter (limit.go): at most max_concurrent
+// calls run at once, a bounded queue waits in order, and past it a call is refused
+// with a [BusyError] that names the limit.
 package plugins

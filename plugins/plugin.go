@@ -36,6 +36,12 @@ type Spec struct {
 	// in this process, which only a trusted plugin may do: in process, a hostile guest
 	// can stall the server (package worker explains why).
 	Workers *worker.Supervisor
+	// Processes is how many worker processes share the plugin's calls (with Workers);
+	// 0 means [worker.DefaultProcesses].
+	Processes int
+	// Admission bounds the plugin's concurrent and queued calls; the zero value means
+	// the defaults (see [Admission]).
+	Admission Admission
 }
 
 // Runner runs a plugin's guest code, each call in a fresh instance: in this process
@@ -120,13 +126,15 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 	}
 	var m Runner
 	if s.Workers != nil {
-		m, err = s.Workers.Load(ctx, worker.Spec{Name: s.Name, Wasm: b, Limits: s.Limits, Grants: s.Grants})
+		m, err = s.Workers.Load(ctx, worker.Spec{Name: s.Name, Wasm: b, Limits: s.Limits, Grants: s.Grants,
+			Processes: s.Processes, MaxConcurrent: s.Admission.WithDefaults(s.Limits.MemoryMiB).MaxConcurrent})
 	} else {
 		m, err = e.Load(ctx, sandbox.Spec{Name: s.Name, Wasm: b, Limits: s.Limits, Grants: s.Grants})
 	}
 	if err != nil {
 		return nil, err
 	}
+	m = Limit(s.Name, m, s.Admission)
 	defer func() {
 		if err != nil {
 			m.Close(ctx)

@@ -655,6 +655,21 @@ func (h *Handle) removeInput(in *Input) {
 	}
 }
 
+// Note sets the status message of a working task, such as why it is waiting to run;
+// "" clears it. It does nothing to a task in any other state.
+func (h *Handle) Note(msg string) {
+	t, err := h.m.update(h.id, func(t *Task) error {
+		if t.Status != Working || t.StatusMessage == msg {
+			return ErrTerminal // nothing to change
+		}
+		t.StatusMessage = msg
+		return nil
+	})
+	if err == nil {
+		h.m.changed(t)
+	}
+}
+
 // setStatus moves an unfinished task between working and input_required.
 func (h *Handle) setStatus(s Status, msg string) {
 	t, err := h.m.update(h.id, func(t *Task) error {

@@ -188,6 +188,9 @@ func (c *child) run(ctx context.Context, id uint64, entry byte, input []byte, cc
 		delete(c.calls, id)
 		c.mu.Unlock()
 	}()
+	// Before any guest code runs: a call the supervisor never saw begin did not run,
+	// and is sent again if this worker dies.
+	_ = c.w.send(frameBegun, id)
 	var out []byte
 	var err error
 	switch entry {

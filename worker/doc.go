@@ -13,9 +13,12 @@
 // The supervisor ([Supervisor], [Module]) speaks to a worker over its stdin and stdout
 // with length-prefixed binary frames (frame.go). A call is cancelled through its context
 // inside the worker first; if the worker has not answered within [DefaultKillGrace] after the
-// call's deadline or cancellation, the supervisor kills it with SIGKILL. Calls that were
-// running in a killed or crashed worker fail with a message saying so; the next call
-// starts a new worker. Host functions (logs, progress, requests for user input) cross the
+// call's deadline or cancellation, the supervisor kills it with SIGKILL. Calls whose
+// guest had begun in a killed or crashed worker fail with a message saying so; calls
+// it had not begun (the worker says when a guest begins) are sent again. A plugin has
+// a pool of workers (pool.go): calls of one client go to one of them, and a worker
+// that dies is restarted at once in the background, with a growing delay if it keeps
+// dying. Host functions (logs, progress, requests for user input) cross the
 // boundary as frames, and the supervisor treats every frame from a worker as hostile.
 //
 // A worker starts with an empty environment, no inherited file descriptors beyond the

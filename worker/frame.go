@@ -30,10 +30,11 @@ const (
 	frameProgress                      // W->S: f64 progress + f64 total + message
 	frameRequest                       // W->S: u8 method length + method + params
 	frameResult                        // W->S: u8 outcome + output or message
+	frameBegun                         // W->S: the call's guest is about to start (empty)
 )
 
 func (t frameType) String() string {
-	names := [...]string{"", "init", "ready", "call", "cancel", "reply", "log", "progress", "request", "result"}
+	names := [...]string{"", "init", "ready", "call", "cancel", "reply", "log", "progress", "request", "result", "begun"}
 	if int(t) < len(names) && t != 0 {
 		return names[t]
 	}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"os"
+	"strconv"
 	"syscall"
 )
 
@@ -9,6 +10,15 @@ import (
 // only the server, and has the kernel kill it if the server dies.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// openFileCount returns how many descriptors process pid holds, or -1 if unknown.
+func openFileCount(pid int) int {
+	fds, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+	if err != nil {
+		return -1
+	}
+	return len(fds)
 }
 
 // killGroup kills a worker and anything it started: a worker is its own process group.

@@ -88,20 +88,53 @@ type Spec struct {
 	Wasm   []byte // verified by the caller; the worker never reads the file itself
 	Limits sandbox.Limits
 	Grants sandbox.Grants
+	// Processes is how many worker processes share the plugin's calls; 0 means
+	// [DefaultProcesses].
+	Processes int
+	// MaxConcurrent is the most calls one worker runs at once (the caller's admission
+	// limit), which sizes each worker's open-file limit (see openFiles); 0 means
+	// [DefaultMaxConcurrent].
+	MaxConcurrent int
+}
+
+// DefaultMaxConcurrent is what [Spec.MaxConcurrent] 0 means.
+const DefaultMaxConcurrent = 48
+
+// A worker's open-file limit (RLIMIT_NOFILE) is openFilesBase, for the Go runtime, its
+// channel, the compilation cache and the directory grants' roots (shared by all
+// instances, package rootfs), plus, for each call it may run at once, openFilesPerCall
+// and one per directory grant: the files and directories a guest holds open.
+const (
+	openFilesBase    = 64
+	openFilesPerCall = 4
+)
+
+// openFiles is the open-file limit of a worker that runs up to maxConcurrent calls of
+// a plugin with dirs directory grants.
+func openFiles(maxConcurrent, dirs int) uint64 {
+	if maxConcurrent <= 0 {
+		maxConcurrent = DefaultMaxConcurrent
+	}
+	return uint64(openFilesBase + maxConcurrent*(dirs+openFilesPerCall))
 }
 
 // Module is a plugin running in worker processes: it has the methods of
-// [sandbox.Module] and runs every call in a fresh instance inside the current worker,
-// starting a new worker when the last one was stopped.
+// [sandbox.Module] and runs every call in a fresh instance inside one of its workers
+// (pool.go), each restarted in the background when it dies.
 type Module struct {
 	sup    *Supervisor
 	name   string
 	limits sandbox.Limits
+	files  uint64 // each worker's open-file limit
 	init   []byte // the init frame's payload, kept to restart the worker
 	logger *slog.Logger
+	slots  []*slot
+
+	done   <-chan struct{} // closed by Close: the supervising goroutines end
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the supervising goroutines
 
 	mu     sync.Mutex
-	cur    *process // nil before the first start and after a stop
 	closed bool
 
 	instances atomic.Int64
@@ -113,11 +146,12 @@ type Module struct {
 // checked its ABI version. Errors say what the worker reported.
 func (s *Supervisor) Load(ctx context.Context, spec Spec) (*Module, error) {
 	limits := spec.Limits.WithDefaults()
+	files := openFiles(spec.MaxConcurrent, len(spec.Grants.Dirs))
 	doc, err := json.Marshal(initDoc{
 		Name: spec.Name, Limits: limits, Env: spec.Grants.Env, Dirs: spec.Grants.Dirs,
 		CacheDir: s.opts.CacheDir, GCPercent: s.opts.GCPercent,
 		Harden: hardening{
-			OpenFiles:       256,
+			OpenFiles:       files,
 			AddressSpaceMiB: addressSpaceMiB(limits),
 			Seccomp:         !s.opts.NoSeccomp,
 		},
@@ -127,9 +161,29 @@ func (s *Supervisor) Load(ctx context.Context, spec Spec) (*Module, error) {
 	}
 	init := binary.BigEndian.AppendUint32(nil, uint32(len(doc)))
 	init = append(append(init, doc...), spec.Wasm...)
-	m := &Module{sup: s, name: spec.Name, limits: limits, init: init, logger: s.logger.With("plugin", spec.Name)}
-	if _, err := m.process(ctx); err != nil {
+	m := &Module{sup: s, name: spec.Name, limits: limits, files: files, init: init, logger: s.logger.With("plugin", spec.Name)}
+	first, err := m.start(ctx)
+	if err != nil {
 		return nil, err
+	}
+	// The first worker proved that the plugin loads and warmed the compilation cache;
+	// the others start in the background.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.done, m.cancel = runCtx.Done(), cancel
+	n := spec.Processes
+	if n <= 0 {
+		n = DefaultProcesses
+	}
+	for i := range n {
+		sl := &slot{m: m, up: make(chan struct{})}
+		var p *process
+		if i == 0 {
+			p = first
+			sl.cur = first
+			close(sl.up)
+		}
+		m.slots = append(m.slots, sl)
+		m.wg.Go(func() { sl.supervise(runCtx, p) })
 	}
 	return m, nil
 }
@@ -147,27 +201,46 @@ func (m *Module) Live() int64 { return m.live.Load() }
 // Starts returns how many worker processes have been started for the plugin.
 func (m *Module) Starts() int64 { return m.starts.Load() }
 
-// PID returns the current worker's process ID, or 0 when none runs.
-func (m *Module) PID() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cur == nil {
-		return 0
+// PID returns the first worker's process ID, or 0 when it does not run.
+func (m *Module) PID() int { return m.PIDs()[0] }
+
+// PIDs returns each worker's process ID, 0 where a worker does not run now.
+func (m *Module) PIDs() []int {
+	pids := make([]int, len(m.slots))
+	for i, s := range m.slots {
+		s.mu.Lock()
+		if s.cur != nil {
+			pids[i] = s.cur.cmd.Process.Pid
+		}
+		s.mu.Unlock()
 	}
-	return m.cur.cmd.Process.Pid
+	return pids
 }
 
-// Close stops the worker: it closes its input, so that the worker cancels its calls and
-// exits, and kills it if it has not exited within a second.
+// Close stops the workers: it closes their input, so that each cancels its calls and
+// exits, and kills one that has not exited within a second. It waits for them and for
+// their supervising goroutines.
 func (m *Module) Close(ctx context.Context) error {
 	m.mu.Lock()
-	p := m.cur
-	m.cur, m.closed = nil, true
+	closed := m.closed
+	m.closed = true
 	m.mu.Unlock()
-	if p == nil {
+	if closed {
 		return nil
 	}
-	p.stop("the plugin was unloaded", time.Second)
+	m.cancel()
+	var wg sync.WaitGroup
+	for _, s := range m.slots {
+		s.mu.Lock()
+		p := s.cur
+		s.cur = nil
+		s.mu.Unlock()
+		if p != nil {
+			wg.Go(func() { p.stop("the plugin was unloaded", time.Second) })
+		}
+	}
+	wg.Wait()
+	m.wg.Wait()
 	return nil
 }
 
@@ -185,33 +258,30 @@ func (m *Module) Call(ctx context.Context, input []byte, h sandbox.Host) ([]byte
 	return m.run(ctx, entryCall, input, h)
 }
 
-// process returns the running worker, starting one if there is none.
-func (m *Module) process(ctx context.Context) (*process, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, fmt.Errorf("plugin %q is unloaded", m.name)
-	}
-	if m.cur != nil {
-		select {
-		case <-m.cur.dead:
-		default:
-			return m.cur, nil
+// run runs one call in a worker of the pool. A call that never reached its worker
+// (the worker died first) is sent again, to a restarted or another worker; one that
+// reached it fails with the reason the worker stopped.
+func (m *Module) run(ctx context.Context, entry byte, input []byte, h sandbox.Host) ([]byte, error) {
+	for attempt := 1; ; attempt++ {
+		s := m.pick(h)
+		wctx, cancel := context.WithTimeout(ctx, restartWait)
+		p, err := s.get(wctx)
+		cancel()
+		if err != nil {
+			return nil, err
 		}
+		s.load.Add(1)
+		out, err, unsent := m.runIn(ctx, p, entry, input, h)
+		s.load.Add(-1)
+		if !unsent || attempt == maxAttempts {
+			return out, err
+		}
+		m.logger.Debug("call sent again: its worker stopped before it arrived", "reason", p.reason())
 	}
-	p, err := m.start(ctx)
-	if err != nil {
-		return nil, err
-	}
-	m.cur = p
-	return p, nil
 }
 
-func (m *Module) run(ctx context.Context, entry byte, input []byte, h sandbox.Host) ([]byte, error) {
-	p, err := m.process(ctx)
-	if err != nil {
-		return nil, err
-	}
+// runIn runs one call in worker p. unsent reports that the call never reached it.
+func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte, h sandbox.Host) (out []byte, err error, unsent bool) {
 	m.instances.Add(1)
 	m.live.Add(1)
 	defer m.live.Add(-1)
@@ -224,7 +294,7 @@ func (m *Module) run(ctx context.Context, entry byte, input []byte, h sandbox.Ho
 	if err := p.w.send(frameCall, c.id, []byte{entry}, input); err != nil {
 		p.kill("its input could not be written: " + err.Error())
 		<-p.dead
-		return nil, m.lost(p)
+		return nil, m.lost(p), true
 	}
 	done := ctx.Done()
 	var grace <-chan time.Time
@@ -233,7 +303,7 @@ func (m *Module) run(ctx context.Context, entry byte, input []byte, h sandbox.Ho
 		case <-c.wake:
 			for _, f := range p.take(c) {
 				if out, err, finished := m.handle(ctx, p, c, f, h); finished {
-					return out, err
+					return out, err, false
 				}
 			}
 		case <-done:
@@ -243,15 +313,15 @@ func (m *Module) run(ctx context.Context, entry byte, input []byte, h sandbox.Ho
 			} // else the worker's own deadline, set when the call arrived, is due now
 			grace = time.After(m.sup.opts.KillGrace)
 		case <-grace:
-			return nil, m.stuck(ctx, parent, p)
+			return nil, m.stuck(ctx, parent, p), false
 		case <-p.dead:
 			// Results the worker wrote before it died are still delivered.
 			for _, f := range p.take(c) {
 				if out, err, finished := m.handle(ctx, p, c, f, nil); finished {
-					return out, err
+					return out, err, false
 				}
 			}
-			return nil, m.lost(p)
+			return nil, m.lost(p), !p.begun(c)
 		}
 	}
 }
@@ -260,7 +330,7 @@ func (m *Module) run(ctx context.Context, entry byte, input []byte, h sandbox.Ho
 func (m *Module) handle(ctx context.Context, p *process, c *call, f frame, h sandbox.Host) (out []byte, err error, finished bool) {
 	switch f.typ {
 	case frameResult:
-		return m.result(f.payload)
+		return m.result(p, f.payload)
 	case frameLog:
 		if h != nil {
 			h.Log(ctx, sandbox.Level(f.payload[0]), string(f.payload[1:]))
@@ -306,7 +376,7 @@ func replyStatus(reply []byte, err error) (byte, []byte) {
 	return replyFailed, []byte(err.Error())
 }
 
-func (m *Module) result(payload []byte) ([]byte, error, bool) {
+func (m *Module) result(p *process, payload []byte) ([]byte, error, bool) {
 	outcome, body := payload[0], payload[1:]
 	switch {
 	case outcome == outcomeOK:
@@ -314,8 +384,27 @@ func (m *Module) result(payload []byte) ([]byte, error, bool) {
 	case outcome == outcomeError:
 		return nil, fmt.Errorf("plugin %q: %s", m.name, body), true
 	}
-	return nil, &sandbox.GuestError{Kind: sandbox.ErrorKind(outcome), Message: string(body)}, true
+	msg := string(body)
+	if sandbox.ErrorKind(outcome) == sandbox.KindTrap {
+		msg += m.openFilesNote(p)
+	}
+	return nil, &sandbox.GuestError{Kind: sandbox.ErrorKind(outcome), Message: msg}, true
 }
+
+// openFilesNote names the likely cause of a crash in worker p when p has (nearly) used
+// up its open files: wazero reports a failed open as EIO ("input/output error"), and a
+// Go guest that cannot start as "_initialize failed". "" otherwise.
+func (m *Module) openFilesNote(p *process) string {
+	n := openFileCount(p.cmd.Process.Pid)
+	if n < 0 || uint64(n)+openFilesSlack < m.files {
+		return ""
+	}
+	return fmt.Sprintf(" (its worker process had used %d of its %d open files: too many open files; calls of this plugin that run at once hold them)", n, m.files)
+}
+
+// openFilesSlack is how close to its open-file limit a worker counts as out of files:
+// when the crash is reported, the crashed instance has closed its own.
+const openFilesSlack = 16
 
 // stuck kills a worker whose call did not stop in time and reports the call's end.
 func (m *Module) stuck(ctx, parent context.Context, p *process) error {
@@ -412,7 +501,8 @@ type call struct {
 	id     uint64
 	wake   chan struct{} // signalled when frames are queued
 	frames []frame
-	count  int // frames received, against the ABI's per-call limits
+	count  int  // frames received, against the ABI's per-call limits
+	begun  bool // the worker said the guest starts: the call may have had effects
 }
 
 func (p *process) register() *call {
@@ -430,6 +520,14 @@ func (p *process) unregister(id uint64) {
 	p.mu.Unlock()
 }
 
+// begun reports whether the worker said c's guest starts. Once the process is dead,
+// every frame it wrote has been delivered: false then means the guest never ran.
+func (p *process) begun(c *call) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return c.begun
+}
+
 // take removes and returns the frames queued for c.
 func (p *process) take(c *call) []frame {
 	p.mu.Lock()
@@ -440,8 +538,9 @@ func (p *process) take(c *call) []frame {
 }
 
 // maxCallFrames is more than the ABI lets one call send (1,000 logs, 10,000 progress
-// reports, 100 requests and one result): a worker that sends more is misbehaving.
-const maxCallFrames = 1000 + 10000 + 100 + 1
+// reports, 100 requests, one begun and one result): a worker that sends more is
+// misbehaving.
+const maxCallFrames = 1000 + 10000 + 100 + 2
 
 // read dispatches the worker's frames until its output ends, checking each one: a
 // malformed frame means the worker is not behaving as this program's worker does, and
@@ -499,6 +598,10 @@ func validate(f frame) error {
 		if n < 16 || n-16 > 1<<10 || !utf8.Valid(f.payload[16:]) {
 			return errors.New("malformed progress")
 		}
+	case frameBegun:
+		if n != 0 {
+			return errors.New("malformed begun")
+		}
 	case frameRequest:
 		if n < 1 || n < 1+int(f.payload[0]) || f.payload[0] > 64 || n-1-int(f.payload[0]) > 64<<10 ||
 			!utf8.Valid(f.payload[1:1+int(f.payload[0])]) {
@@ -522,6 +625,10 @@ func (p *process) deliver(f frame) bool {
 	c.count++
 	if c.count > maxCallFrames {
 		return false
+	}
+	if f.typ == frameBegun {
+		c.begun = true
+		return true
 	}
 	c.frames = append(c.frames, f)
 	select {

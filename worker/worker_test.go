@@ -37,6 +37,7 @@ func supervisor(t testing.TB, opts worker.Options) *worker.Supervisor {
 	return s
 }
 
+// load starts the plugin in one worker process.
 func load(t testing.TB, rel string, limits sandbox.Limits) *worker.Module {
 	t.Helper()
 	return loadWith(t, worker.Options{}, rel, limits)
@@ -44,9 +45,14 @@ func load(t testing.TB, rel string, limits sandbox.Limits) *worker.Module {
 
 func loadWith(t testing.TB, opts worker.Options, rel string, limits sandbox.Limits) *worker.Module {
 	t.Helper()
-	m, err := supervisor(t, opts).Load(context.Background(), worker.Spec{Name: "test", Wasm: wasm(t, rel), Limits: limits})
+	return loadSpec(t, opts, worker.Spec{Name: "test", Wasm: wasm(t, rel), Limits: limits, Processes: 1})
+}
+
+func loadSpec(t testing.TB, opts worker.Options, spec worker.Spec) *worker.Module {
+	t.Helper()
+	m, err := supervisor(t, opts).Load(context.Background(), spec)
 	if err != nil {
-		t.Fatalf("Load(%s) = %v", rel, err)
+		t.Fatalf("Load(%s) = %v", spec.Name, err)
 	}
 	t.Cleanup(func() { m.Close(context.Background()) })
 	return m

@@ -282,6 +282,9 @@ func pluginSpec(pc config.Plugin) plugins.Spec {
 		Limits: sandbox.Limits{MemoryMiB: pc.MemoryMiB, Timeout: pc.Timeout.Duration,
 			MaxInputBytes: pc.MaxInputBytes, MaxOutputBytes: pc.MaxOutputBytes},
 		Grants: sandbox.Grants{Env: env, Dirs: dirs},
+		Admission: plugins.Admission{MaxConcurrent: pc.MaxConcurrent, MaxQueued: pc.MaxQueued,
+			QueueTimeout: pc.QueueTimeout.Duration},
+		Processes: pc.Workers,
 	}
 	if pc.Prefix != nil {
 		s.Prefix, s.Unprefixed = *pc.Prefix, *pc.Prefix == ""

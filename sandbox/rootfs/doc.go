@@ -39,6 +39,10 @@
 //   - Files are opened through the root and used through their descriptor; only
 //     SetAppend (re-open) and Utimens (by name) go back to the name, through the
 //     root again.
+//   - The directory itself, opened for reading (wazero opens it for each instance that
+//     looks at its preopened directory, as every Go guest does), holds no descriptor
+//     of its own: it is answered through the root's descriptor, and one is opened only
+//     to list it. Otherwise every running instance would cost an open file per grant.
 //   - A read-only grant is wrapped in wazero's sysfs.ReadFS, as WithReadOnlyDirMount
 //     does, so writes fail exactly as before (EROFS, or ENOSYS for opening to write).
 //

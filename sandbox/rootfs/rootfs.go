@@ -116,6 +116,9 @@ func (d *rootDir) OpenFile(path string, flag experimentalsys.Oflag, perm fs.File
 			return nil, experimentalsys.ELOOP
 		}
 	}
+	if path == "." && flag&writeFlags == 0 {
+		return &rootSelf{d: d, flag: flag}, 0
+	}
 	f, err := d.root.OpenFile(path, osFlag(flag), perm&fs.ModePerm)
 	if err != nil {
 		return nil, errnoOf(err)
@@ -578,4 +581,111 @@ func (r *rootFile) Close() experimentalsys.Errno {
 	}
 	r.closed = true
 	return errnoOf(r.f.Close())
+}
+
+// rootSelf is the granted directory itself, opened for reading. wazero opens it for
+// every instance that looks at its preopened directory (a Go guest does as it
+// starts), so a descriptor of its own would cost every running instance one open file
+// per grant, and a worker running many instances would run out of them. It answers
+// Stat, Dev, Ino and IsDir through the root's own descriptor and opens one only to
+// list, seek, sync or touch the directory.
+type rootSelf struct {
+	experimentalsys.DirFile
+	d      *rootDir
+	flag   experimentalsys.Oflag
+	f      *rootFile // opened on first need
+	closed bool
+}
+
+var _ experimentalsys.File = (*rootSelf)(nil)
+
+// file returns the directory opened through the root, opening it the first time.
+func (r *rootSelf) file() (*rootFile, experimentalsys.Errno) {
+	if r.closed {
+		return nil, experimentalsys.EBADF
+	}
+	if r.f == nil {
+		f, err := r.d.root.OpenFile(".", osFlag(r.flag), 0)
+		if err != nil {
+			return nil, errnoOf(err)
+		}
+		r.f = &rootFile{root: r.d.root, name: ".", flag: r.flag, f: f}
+	}
+	return r.f, 0
+}
+
+// Stat implements experimentalsys.File.
+func (r *rootSelf) Stat() (sys.Stat_t, experimentalsys.Errno) {
+	if r.closed {
+		return sys.Stat_t{}, experimentalsys.EBADF
+	}
+	return r.d.Stat(".")
+}
+
+// Dev implements experimentalsys.File.
+func (r *rootSelf) Dev() (uint64, experimentalsys.Errno) {
+	st, errno := r.Stat()
+	return st.Dev, errno
+}
+
+// Ino implements experimentalsys.File.
+func (r *rootSelf) Ino() (sys.Inode, experimentalsys.Errno) {
+	st, errno := r.Stat()
+	return st.Ino, errno
+}
+
+// IsDir implements experimentalsys.File.
+func (r *rootSelf) IsDir() (bool, experimentalsys.Errno) {
+	_, errno := r.Stat()
+	return errno == 0, errno
+}
+
+// Seek implements experimentalsys.File.
+func (r *rootSelf) Seek(offset fileOffset, whence int) (int64, experimentalsys.Errno) {
+	f, errno := r.file()
+	if errno != 0 {
+		return 0, errno
+	}
+	return f.Seek(offset, whence)
+}
+
+// Readdir implements experimentalsys.File.
+func (r *rootSelf) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Errno) {
+	f, errno := r.file()
+	if errno != 0 {
+		return nil, errno
+	}
+	return f.Readdir(n)
+}
+
+// Sync implements experimentalsys.File.
+func (r *rootSelf) Sync() experimentalsys.Errno {
+	f, errno := r.file()
+	if errno != 0 {
+		return errno
+	}
+	return f.Sync()
+}
+
+// Datasync implements experimentalsys.File.
+func (r *rootSelf) Datasync() experimentalsys.Errno { return r.Sync() }
+
+// Utimens implements experimentalsys.File.
+func (r *rootSelf) Utimens(atim, mtim int64) experimentalsys.Errno {
+	if r.closed {
+		return experimentalsys.EBADF
+	}
+	return utimens(r.d.root, ".", atim, mtim)
+}
+
+// Close implements experimentalsys.File.
+func (r *rootSelf) Close() experimentalsys.Errno {
+	if r.closed {
+		return 0
+	}
+	r.closed = true
+	if r.f != nil {
+		return r.f.Close()
+	}
+	return 0
 }

@@ -538,3 +538,79 @@ func FuzzPath(f *testing.F) {
 		testenv.SameTree(t, outside, before)
 	})
 }
+
+// The granted directory itself, which wazero opens for every instance, holds no
+// descriptor of its own until it is listed: a worker running many instances does not
+// run out of open files. It still stats, lists and rewinds like any directory.
+func TestRootHoldsNoDescriptorPerOpen(t *testing.T) {
+	dir, _ := setup(t)
+	for _, writable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("writable=%v", writable), func(t *testing.T) {
+			fsys, err := rootfs.New(dir, writable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fsys.Close()
+			count := func() int {
+				fds, err := os.ReadDir("/proc/self/fd")
+				if err != nil {
+					t.Skip("no /proc/self/fd")
+				}
+				return len(fds)
+			}
+			before := count()
+			var files []experimentalsys.File
+			for range 100 {
+				f, errno := fsys.OpenFile(".", experimentalsys.O_RDONLY, 0)
+				if errno != 0 {
+					t.Fatalf("OpenFile(.) = %v", errno)
+				}
+				files = append(files, f)
+			}
+			if after := count(); after > before+5 { // other goroutines may open a few
+				t.Errorf("100 opens of the root hold %d more descriptors, want none", after-before)
+			}
+			f := files[0]
+			if isDir, errno := f.IsDir(); !isDir || errno != 0 {
+				t.Errorf("IsDir() = %v, %v; want true", isDir, errno)
+			}
+			st, errno := f.Stat()
+			want, _ := os.Stat(dir)
+			if errno != 0 || !st.Mode.IsDir() || st.Ino == 0 || st.Mode.Perm() != want.Mode().Perm() {
+				t.Errorf("Stat() = %+v, %v; want the directory's", st, errno)
+			}
+			for round := range 2 {
+				names := map[string]bool{}
+				for {
+					ents, errno := f.Readdir(3)
+					if errno != 0 {
+						t.Fatalf("Readdir() = %v", errno)
+					}
+					if len(ents) == 0 {
+						break
+					}
+					for _, e := range ents {
+						names[e.Name] = true
+					}
+				}
+				if !names["hello.txt"] || !names["sub"] || !names["link-out"] {
+					t.Errorf("round %d: Readdir names %v; want the directory's entries", round, names)
+				}
+				if _, errno := f.Seek(0, io.SeekStart); errno != 0 {
+					t.Fatalf("Seek(0) = %v", errno)
+				}
+			}
+			for _, f := range files {
+				if errno := f.Close(); errno != 0 {
+					t.Errorf("Close() = %v", errno)
+				}
+			}
+			if errno := files[0].Close(); errno != 0 {
+				t.Errorf("second Close() = %v, want none", errno)
+			}
+			if _, errno := files[0].Stat(); errno != experimentalsys.EBADF {
+				t.Errorf("Stat() after Close = %v, want EBADF", errno)
+			}
+		})
+	}
+}
