@@ -95,14 +95,26 @@ func (c *Client) CallInto(ctx context.Context, method string, params, out any) e
 // Close ends the session (and, over stdio, the connection).
 func (c *Client) Close() error { return c.stop() }
 
-// initialize runs the MCP handshake; elicit declares the elicitation capability.
-func (c *Client) initialize(ctx context.Context, elicit bool, notify func([]byte) error) error {
-	caps := map[string]any{}
-	if elicit {
-		caps["elicitation"] = map[string]any{}
+// Caps are the client capabilities a session declares at initialize.
+type Caps struct {
+	Elicitation bool // elicitation: the client can answer requests for user input
+	// TasksExtension declares the Tasks extension (io.modelcontextprotocol/tasks) on
+	// the 2025-11-25 session: the server decides which calls become tasks, tasks/get
+	// inlines pending input requests and tasks/update answers them.
+	TasksExtension bool
+}
+
+// initialize runs the MCP handshake, declaring caps.
+func (c *Client) initialize(ctx context.Context, caps Caps, notify func([]byte) error) error {
+	declared := map[string]any{}
+	if caps.Elicitation {
+		declared["elicitation"] = map[string]any{}
+	}
+	if caps.TasksExtension {
+		declared["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
 	}
 	if _, err := c.Call(ctx, "initialize", map[string]any{
-		"protocolVersion": "2025-11-25", "capabilities": caps,
+		"protocolVersion": "2025-11-25", "capabilities": declared,
 		"clientInfo": map[string]any{"name": "benchall", "version": "1"},
 	}); err != nil {
 		return err
@@ -111,7 +123,7 @@ func (c *Client) initialize(ctx context.Context, elicit bool, notify func([]byte
 }
 
 // DialStdio speaks to a server on its stdin and stdout. The caller owns the process.
-func DialStdio(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, elicit bool) (*Client, error) {
+func DialStdio(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, caps Caps) (*Client, error) {
 	var (
 		mu      sync.Mutex
 		wmu     sync.Mutex
@@ -185,14 +197,14 @@ func DialStdio(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, elic
 			return nil, ctx.Err()
 		}
 	}
-	if err := c.initialize(ctx, elicit, write); err != nil {
+	if err := c.initialize(ctx, caps, write); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // DialHTTP opens a Streamable HTTP session at url with the given HTTP client.
-func DialHTTP(ctx context.Context, hc *http.Client, url string, elicit bool) (*Client, error) {
+func DialHTTP(ctx context.Context, hc *http.Client, url string, caps Caps) (*Client, error) {
 	var session atomic.Value // string
 	session.Store("")
 	post := func(ctx context.Context, body []byte) (*http.Response, error) {
@@ -261,7 +273,7 @@ func DialHTTP(ctx context.Context, hc *http.Client, url string, elicit bool) (*C
 		io.Copy(io.Discard, resp.Body)
 		return resp.Body.Close()
 	}
-	if err := c.initialize(ctx, elicit, notify); err != nil {
+	if err := c.initialize(ctx, caps, notify); err != nil {
 		return nil, err
 	}
 	return c, nil

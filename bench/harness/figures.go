@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// Figures are the six figures of issue #8, in order.
+// Figures are the six figures of issue #8 and the load test of issue #13, in order.
 var Figures = []func(*Env, context.Context) (*Figure, error){
-	(*Env).Figure1, (*Env).Figure2, (*Env).Figure3, (*Env).Figure4, (*Env).Figure5, (*Env).Figure6,
+	(*Env).Figure1, (*Env).Figure2, (*Env).Figure3, (*Env).Figure4, (*Env).Figure5, (*Env).Figure6, (*Env).Figure7,
 }
 
 // pick returns the full-run value or, in smoke mode, the smoke value.
@@ -71,7 +71,7 @@ func (e *Env) Figure1(ctx context.Context) (*Figure, error) {
 		}
 		for _, s := range servers {
 			for _, tr := range []string{Stdio, HTTP} {
-				p, cs, err := e.open(ctx, s, tr, 1, false)
+				p, cs, err := e.open(ctx, s, tr, 1, Caps{})
 				if err != nil {
 					return nil, err
 				}
@@ -93,7 +93,7 @@ func (e *Env) Figure1(ctx context.Context) (*Figure, error) {
 		}
 		for _, s := range e.Peers() {
 			for _, tr := range []string{Stdio, HTTP} {
-				p, cs, err := e.open(ctx, s, tr, 1, false)
+				p, cs, err := e.open(ctx, s, tr, 1, Caps{})
 				if err != nil {
 					return nil, err
 				}
@@ -193,7 +193,7 @@ func (e *Env) Figure2(ctx context.Context) (*Figure, error) {
 		e.logf("figure 2, repetition %d", rep+1)
 		for _, s := range servers {
 			for _, tr := range []string{Stdio, HTTP} {
-				p, cs, err := e.open(ctx, s, tr, 16, false)
+				p, cs, err := e.open(ctx, s, tr, 16, Caps{})
 				if err != nil {
 					return nil, err
 				}
@@ -289,7 +289,7 @@ func (e *Env) Figure3(ctx context.Context) (*Figure, error) {
 		e.logf("figure 3, repetition %d", rep+1)
 		for _, s := range servers {
 			for _, tr := range []string{HTTP, Stdio} {
-				p, cs, err := e.open(ctx, s, tr, 16, false)
+				p, cs, err := e.open(ctx, s, tr, 16, Caps{})
 				if err != nil {
 					return nil, err
 				}
@@ -376,7 +376,7 @@ func (e *Env) Figure4(ctx context.Context) (*Figure, error) {
 				if err != nil {
 					return nil, err
 				}
-				p, cs, err := e.open(ctx, s, Stdio, 1, true)
+				p, cs, err := e.open(ctx, s, Stdio, 1, Caps{Elicitation: true})
 				if err != nil {
 					return nil, err
 				}
@@ -390,7 +390,7 @@ func (e *Env) Figure4(ctx context.Context) (*Figure, error) {
 			}
 		}
 		for _, s := range e.Peers() {
-			p, cs, err := e.open(ctx, s, Stdio, 1, true)
+			p, cs, err := e.open(ctx, s, Stdio, 1, Caps{Elicitation: true})
 			if err != nil {
 				return nil, err
 			}
@@ -535,13 +535,13 @@ func (e *Env) Figure5(ctx context.Context) (*Figure, error) {
 		if err := copyWithSection(filepath.Join(e.Root, toolbox.Path), path, fmt.Sprintf("copy %d", i+1)); err != nil {
 			return nil, err
 		}
-		copies = append(copies, Plugin{fmt.Sprintf("toolbox%02d", i+1), path, 64, "30s"})
+		copies = append(copies, Plugin{Name: fmt.Sprintf("toolbox%02d", i+1), Path: path, MemoryMiB: 64, Timeout: "30s"})
 	}
 	// start returns the wall time to the tools/list answer and the CPU time the
 	// server used until then, in ms.
 	start := func(s Server) (wall, cpu float64, err error) {
 		t0 := time.Now()
-		p, cs, err := e.open(ctx, s, Stdio, 1, false)
+		p, cs, err := e.open(ctx, s, Stdio, 1, Caps{})
 		if err != nil {
 			return 0, 0, err
 		}
@@ -692,7 +692,7 @@ func (e *Env) Figure6(ctx context.Context) (*Figure, error) {
 			if err != nil {
 				return nil, err
 			}
-			p, cs, err := e.open(ctx, s, Stdio, 1, true)
+			p, cs, err := e.open(ctx, s, Stdio, 1, Caps{Elicitation: true})
 			if err != nil {
 				return nil, err
 			}

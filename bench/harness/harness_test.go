@@ -51,7 +51,7 @@ func TestClient(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- srv.ServeStdio(ctx, sr, sw) }()
 			t.Cleanup(func() { cancel(); cw.Close(); <-done })
-			c, err := DialStdio(context.Background(), cw, cr, true)
+			c, err := DialStdio(context.Background(), cw, cr, Caps{Elicitation: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +60,7 @@ func TestClient(t *testing.T) {
 		"http": func(t *testing.T) *Client {
 			hs := httptest.NewServer(srv.HTTPHandler())
 			t.Cleanup(hs.Close)
-			c, err := DialHTTP(context.Background(), &http.Client{}, hs.URL+"/mcp", true)
+			c, err := DialHTTP(context.Background(), &http.Client{}, hs.URL+"/mcp", Caps{Elicitation: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +118,7 @@ func TestStdioServerGone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeStdio(ctx, sr, sw) }()
-	c, err := DialStdio(context.Background(), cw, cr, false)
+	c, err := DialStdio(context.Background(), cw, cr, Caps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 // open starts s over transport and opens sessions on it (over stdio always one, which
 // all workers share, as clients of a stdio server do).
-func (e *Env) open(ctx context.Context, s Server, transport string, sessions int, elicit bool) (*Proc, []*Client, error) {
+func (e *Env) open(ctx context.Context, s Server, transport string, sessions int, caps Caps) (*Proc, []*Client, error) {
 	p, err := s.Start(ctx, transport)
 	if err != nil {
 		return nil, nil, err
@@ -22,7 +22,7 @@ func (e *Env) open(ctx context.Context, s Server, transport string, sessions int
 	}
 	var cs []*Client
 	for range sessions {
-		c, err := p.Dial(ctx, e.hc, elicit)
+		c, err := p.Dial(ctx, e.hc, caps)
 		if err != nil {
 			p.Stop()
 			return nil, nil, err

@@ -112,18 +112,18 @@ func (p *Proc) PID() int { return p.cmd.Process.Pid }
 
 // Dial opens a session: over stdio the one connection on the process's pipes (once),
 // over HTTP a new session each time.
-func (p *Proc) Dial(ctx context.Context, hc *http.Client, elicit bool) (*Client, error) {
+func (p *Proc) Dial(ctx context.Context, hc *http.Client, caps Caps) (*Client, error) {
 	var c *Client
 	var err error
 	if p.URL != "" {
 		p.hc = hc
-		c, err = DialHTTP(ctx, hc, p.URL, elicit)
+		c, err = DialHTTP(ctx, hc, p.URL, caps)
 	} else {
 		if p.dialed {
 			return nil, errors.New("stdio: one session per process")
 		}
 		p.dialed = true
-		c, err = DialStdio(ctx, p.stdin, p.stdout, elicit)
+		c, err = DialStdio(ctx, p.stdin, p.stdout, caps)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w\n%s", p.Server.Name, err, p.stderr)
