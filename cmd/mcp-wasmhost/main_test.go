@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks/boltstore"
 )
 
 // binary is the real mcp-wasmhost, built once for these tests.
@@ -404,5 +407,54 @@ func TestPrefixCollision(t *testing.T) {
 	out, err = exec.Command(binary, "--config", writeConfig(t, serverTOML(t)+plugin("a", "")+plugin("b", "kit")), "check").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "kit_sha256") || !strings.Contains(string(out), "\nsha256 ") {
 		t.Errorf("check(unprefixed and kit) = %v:\n%s", err, out)
+	}
+}
+
+// TestStoreDamaged: a server started on a truncated or overwritten task store exits
+// with an error naming the file, not a fault (a truncated store was a SIGBUS), and
+// leaves the file as it was.
+func TestStoreDamaged(t *testing.T) {
+	good := filepath.Join(t.TempDir(), "tasks.db")
+	st, err := boltstore.Open(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		now := time.Now().UTC()
+		st.Put(context.Background(), tasks.Task{ID: fmt.Sprintf("t%03d", i), Owner: "local", Status: tasks.Completed,
+			CreatedAt: now, LastUpdatedAt: now, FinishedAt: now, TTL: time.Hour, Result: json.RawMessage(`{"content":[]}`)})
+	}
+	st.Close()
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"truncated mid meta page", b[:2000]},
+		{"truncated after the meta pages", b[:8192]},
+		{"truncated mid data", b[:len(b)/2+100]},
+		{"meta pages overwritten", append(bytes.Repeat([]byte{0xA5}, 8192), b[8192:]...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dataDir := t.TempDir()
+			path := filepath.Join(dataDir, "tasks.db")
+			os.WriteFile(path, tt.data, 0o600)
+			cfg := writeConfig(t, fmt.Sprintf("[server]\ncache_dir = %q\n\n[tasks]\ndata_dir = %q\n\n", testenv.CacheDir(), dataDir)+
+				pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
+			cmd := exec.Command(binary, "--config", cfg)
+			cmd.Stdin = strings.NewReader("")
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), path+" is corrupt") {
+				t.Errorf("server on a store %s = %v:\n%s\nwant exit status 1 and an error naming the file", tt.name, err, out)
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, tt.data) {
+				t.Errorf("server on a store %s changed the file", tt.name)
+			}
+		})
 	}
 }
