@@ -340,6 +340,7 @@ func (m *Module) lost(p *process) error {
 func (m *Module) start(ctx context.Context) (*process, error) {
 	cmd := exec.Command(m.sup.command, Arg)
 	cmd.Env = []string{} // nothing from the server's environment
+	cmd.ExtraFiles = nil // stdin, stdout, stderr only; the worker closes what the server inherited
 	cmd.Dir = "/"
 	cmd.SysProcAttr = sysProcAttr()
 	stdin, err := cmd.StdinPipe()

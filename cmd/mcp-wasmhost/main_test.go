@@ -458,3 +458,41 @@ func TestStoreDamaged(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkerInheritsNoDescriptors: a server started with fd 7 open (as a supervisor or
+// a shell may leave one) does not pass it to its workers: they hold stdin, stdout,
+// stderr and the Go runtime's own descriptors only.
+func TestWorkerInheritsNoDescriptors(t *testing.T) {
+	marker, err := os.Create(filepath.Join(t.TempDir(), "inherited-marker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer marker.Close()
+	cfg := writeConfig(t, serverTOML(t)+pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
+	cmd := exec.Command(binary, "--config", cfg)
+	cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, marker} // fd 7
+	cmd.Stderr = &testenv.SyncBuffer{}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if got := callText(t, cs, "textkit_ping", map[string]any{}); got == "" {
+		t.Fatal("textkit_ping answered nothing")
+	}
+	if fds := testenv.Descriptors(cmd.Process.Pid); fds[7] != marker.Name() {
+		t.Fatalf("server fd 7 = %q, want the marker %s (the test must hand it over)", fds[7], marker.Name())
+	}
+	workers := testenv.Children(cmd.Process.Pid)
+	if len(workers) == 0 {
+		t.Fatal("the server has no worker process")
+	}
+	for _, pid := range workers {
+		for fd, target := range testenv.Descriptors(pid) {
+			if fd > 2 && !strings.HasPrefix(target, "anon_inode:") && !strings.HasPrefix(target, "/sys/fs/cgroup/") {
+				t.Errorf("worker %d holds fd %d -> %s; want nothing the server inherited", pid, fd, target)
+			}
+		}
+	}
+}
