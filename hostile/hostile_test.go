@@ -72,9 +72,10 @@ func server(t *testing.T) (*mcptest.Client, *testenv.SyncBuffer, escapeDirs) {
 		fmt.Fprintf(&cfg, "[[plugins]]\nname = %q\npath = %q\nsha256 = %q\ntimeout = %q\n%s\n\n",
 			name, path, digest(b), limit, strings.Join(extra, "\n"))
 	}
-	for _, p := range []string{"loop", "calltree", "stack", "flood", "hostflood", "badptr", "askspin"} {
+	for _, p := range []string{"loop", "calltree", "stack", "flood", "hostflood", "badptr", "askspin", "sleeper"} {
 		plugin(p, testenv.Path("testdata/wasm/"+p+".wasm"))
 	}
+	plugin("napper", testenv.Path("testdata/wasm/sleeper.wasm"), "trusted = true")
 	plugin("memhog", testenv.Path("testdata/wasm/memhog.wasm"), "memory_mib = 32")
 	plugin("escape", testenv.Path("testdata/wasm/escape.wasm"),
 		"[[plugins.dirs]]", fmt.Sprintf("host = %q", dirs.ro), `guest = "/ro"`,
@@ -168,6 +169,9 @@ func TestHostileGuests(t *testing.T) {
 		{name: "keeps running after its input request was cancelled", tool: "askspin_ask", task: true, ask: true, want: "cancelled", bound: 0},
 		{name: "memory bomb", tool: "memhog_hog", args: map[string]int{"mib": 200}, want: "error: plugin \"memhog\" ran out of memory (limit 32 MiB)", bound: slowTimeout},
 		{name: "stack overflow", tool: "stack_deep", want: "stack overflow", bound: slowTimeout},
+		{name: "sleeper past its deadline", tool: "sleeper_nap", want: "error: plugin \"sleeper\" was stopped: it exceeded its time limit of 1s", bound: timeout},
+		{name: "sleeper past its deadline, as a task", tool: "sleeper_nap", task: true, want: "failed: tool returned an error: plugin \"sleeper\" was stopped: it exceeded its time limit of 1s", bound: timeout},
+		{name: "sleeper past its deadline, trusted (in process)", tool: "napper_nap", want: "error: plugin \"napper\" was stopped: it exceeded its time limit of 1s", bound: timeout},
 		{name: "output flood", tool: "flood_big", want: "output of 2 MiB exceeds the limit of 1 MiB", bound: timeout},
 		{name: "host-call flood", tool: "hostflood_flood", want: "ok: -7", bound: timeout},
 		{name: "bad pointers to every host function", tool: "badptr_probe", want: "ok: -1 -1 -1 -3 0 -3 -2 -3 -1 -3 -8 -2 -1 ", bound: timeout},

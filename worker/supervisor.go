@@ -260,7 +260,12 @@ func (m *Module) run(ctx context.Context, entry byte, input []byte, h sandbox.Ho
 func (m *Module) handle(ctx context.Context, p *process, c *call, f frame, h sandbox.Host) (out []byte, err error, finished bool) {
 	switch f.typ {
 	case frameResult:
-		return m.result(f.payload)
+		out, err, finished := m.result(f.payload)
+		if err == nil && ctx.Err() != nil {
+			// The deadline or a cancellation came first: an answer after it is not a result.
+			return nil, sandbox.StoppedError(m.name, m.limits.Timeout, ctx.Err(), nil), true
+		}
+		return out, err, finished
 	case frameLog:
 		if h != nil {
 			h.Log(ctx, sandbox.Level(f.payload[0]), string(f.payload[1:]))

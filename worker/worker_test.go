@@ -188,6 +188,29 @@ func TestLoopStoppedInsideWorker(t *testing.T) {
 	}
 }
 
+// A guest that sleeps past its time limit and then returns OK fails with the time
+// limit in a worker as in process, every time, and the error answers
+// errors.Is(err, context.DeadlineExceeded) as the in-process one does.
+func TestSleeperPastItsDeadline(t *testing.T) {
+	m := loadWith(t, worker.Options{KillGrace: 10 * time.Second}, "testdata/wasm/sleeper.wasm", sandbox.Limits{Timeout: 100 * time.Millisecond})
+	for i := range 4 {
+		out, err := m.Call(context.Background(), input("nap", nil), nil)
+		var ge *sandbox.GuestError
+		if !errors.As(err, &ge) || ge.Kind != sandbox.KindTimeout || !errors.Is(err, context.DeadlineExceeded) || strings.Contains(ge.Message, "killed") {
+			t.Fatalf("Call(nap) #%d = %s, %v; want a time-limit error from the worker itself", i, out, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	out, err := m.Call(ctx, input("nap", nil), nil)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Call(nap) cancelled = %s, %v; want cancelled", out, err)
+	}
+	if m.Starts() != 1 {
+		t.Errorf("Starts() = %d, want 1: the worker stops the call itself", m.Starts())
+	}
+}
+
 // A guest that wazero cannot interrupt is stopped by killing its worker; calls that
 // shared the worker fail with a message that says so, and the next call gets a new one.
 func TestUninterruptibleGuestKillsItsWorker(t *testing.T) {
