@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
+	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox/rootfs"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks/boltstore"
 )
@@ -492,6 +493,46 @@ func TestWorkerInheritsNoDescriptors(t *testing.T) {
 		for fd, target := range testenv.Descriptors(pid) {
 			if fd > 2 && !strings.HasPrefix(target, "anon_inode:") && !strings.HasPrefix(target, "/sys/fs/cgroup/") {
 				t.Errorf("worker %d holds fd %d -> %s; want nothing the server inherited", pid, fd, target)
+			}
+		}
+	}
+}
+
+// TestKernelFileSystemGrantsRefused: `check` refuses every plugin granted /proc, /sys,
+// /dev or below, directly or through a link, in a worker or trusted, naming the rule;
+// the plugin with an ordinary grant loads.
+func TestKernelFileSystemGrantsRefused(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "to-proc")
+	if err := os.Symlink("/proc", link); err != nil {
+		t.Fatal(err)
+	}
+	sha := testenv.Spec(t, "escape", "testdata/wasm/escape.wasm").SHA256
+	var cfg strings.Builder
+	cfg.WriteString(serverTOML(t))
+	grants := map[string]string{"proc": "/proc", "self": "/proc/self", "kernel": "/sys/kernel", "dev": "/dev", "link": link, "ok": t.TempDir()}
+	for name, host := range grants {
+		for _, trusted := range []bool{false, true} {
+			fmt.Fprintf(&cfg, "[[plugins]]\nname = \"%s%v\"\npath = %q\nsha256 = %q\ntrusted = %v\n\n[[plugins.dirs]]\nhost = %q\nguest = \"/data\"\n\n",
+				name, trusted, testenv.Path("testdata/wasm/escape.wasm"), sha, trusted, host)
+		}
+	}
+	out, _ := exec.Command(binary, "--config", writeConfig(t, cfg.String()), "check").CombinedOutput()
+	if !strings.Contains(string(out), "10 plugin(s) refused") {
+		t.Errorf("check = \n%s\nwant 10 plugins refused", out)
+	}
+	for name := range grants {
+		for _, trusted := range []bool{false, true} {
+			plugin := fmt.Sprintf("%s%v", name, trusted)
+			var line string
+			for l := range strings.Lines(string(out)) {
+				if strings.Contains(l, `"`+plugin+`"`) || strings.Contains(l, plugin+"_fs") {
+					line = l
+					break
+				}
+			}
+			refused := strings.Contains(line, rootfs.SpecialRule)
+			if refused == (name == "ok") {
+				t.Errorf("check: plugin %s (grant %s): %q; want it refused naming the rule: %v", plugin, grants[name], line, name != "ok")
 			}
 		}
 	}
