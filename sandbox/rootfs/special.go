@@ -3,6 +3,7 @@ package rootfs
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -18,8 +19,9 @@ var specialDirs = []string{"/proc", "/sys", "/dev"}
 var ErrSpecial = errors.New(SpecialRule)
 
 // CheckDir refuses dir as a grant if it resolves (symbolic links followed) to /proc,
-// /sys, /dev or below, or lies on a kernel file system (statfs). New checks the same,
-// and at every open that nothing inside the grant crosses into one.
+// /sys, /dev or below, or lies on a kernel file system (statfs f_type). New checks the
+// same, again on the directory it opened, and at every open that nothing inside the
+// grant crosses into one.
 func CheckDir(dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -36,6 +38,14 @@ func CheckDir(dir string) error {
 			}
 			return fmt.Errorf("%s is under %s: %w", dir, p, ErrSpecial)
 		}
+	}
+	f, err := os.Open(real)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := checkFile(f); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
 	}
 	return nil
 }

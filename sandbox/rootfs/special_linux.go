@@ -31,7 +31,6 @@ var specialFS = map[int64]string{
 	unix.BINFMTFS_MAGIC:       "binfmt_misc",
 	unix.NSFS_MAGIC:           "nsfs",
 	unix.RDTGROUP_SUPER_MAGIC: "resctrl",
-	unix.AUTOFS_SUPER_MAGIC:   "autofs",
 	unix.ANON_INODE_FS_MAGIC:  "anon_inodefs",
 	0x65735543:                "fusectl", // FUSE_CTL_SUPER_MAGIC
 }

@@ -86,6 +86,13 @@ func crossingChild(t *testing.T, dir string) {
 	if err := syscall.Mount("proc", filepath.Join(dir, "proc"), "proc", 0, ""); err != nil {
 		t.Skipf("mount proc: %v", err)
 	}
+	// A grant of the mount itself is refused by its file system, not its path.
+	if f, err := rootfs.New(filepath.Join(dir, "proc"), false); err == nil || !errors.Is(err, rootfs.ErrSpecial) || !strings.Contains(err.Error(), "procfs") {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("New(procfs mounted at %s/proc) = %v, want ErrSpecial naming procfs", dir, err)
+	}
 	fsys := open(t, dir, false)
 	for _, path := range []string{"proc/self/environ", "proc/self/cmdline", "proc/self", "proc"} {
 		if got, errno := readFile(fsys, path); errno != experimentalsys.EPERM {
