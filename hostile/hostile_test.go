@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
+	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox/rootfs"
 )
 
 // binary is the real mcp-wasmhost, built once for the suite.
@@ -49,9 +50,13 @@ const slowTimeout = 30 * time.Second
 // noisy machine never fails the suite, but a guest that is never stopped does.
 const generous = 5 * time.Second
 
+// envSecret is in the server's environment: no guest may ever see it.
+const envSecret = "MCPWH_HOSTILE_ENV_SECRET=env-secret-5f1c"
+
 // server starts the binary with every hostile plugin, the benign textkit, and plugins
-// that must be refused at load.
-func server(t *testing.T) (*mcptest.Client, *testenv.SyncBuffer, escapeDirs) {
+// that must be refused at load, with envSecret in its environment and an inherited
+// marker file open as fd 7.
+func server(t *testing.T) (*mcptest.Client, *testenv.SyncBuffer, escapeDirs, *exec.Cmd) {
 	t.Helper()
 	dirs := newEscapeDirs(t)
 	garbage := filepath.Join(t.TempDir(), "garbage.wasm")
@@ -72,14 +77,18 @@ func server(t *testing.T) (*mcptest.Client, *testenv.SyncBuffer, escapeDirs) {
 		fmt.Fprintf(&cfg, "[[plugins]]\nname = %q\npath = %q\nsha256 = %q\ntimeout = %q\n%s\n\n",
 			name, path, digest(b), limit, strings.Join(extra, "\n"))
 	}
-	for _, p := range []string{"loop", "calltree", "stack", "flood", "hostflood", "badptr", "askspin"} {
+	for _, p := range []string{"loop", "calltree", "stack", "flood", "hostflood", "badptr", "askspin", "sleeper"} {
 		plugin(p, testenv.Path("testdata/wasm/"+p+".wasm"))
 	}
+	plugin("napper", testenv.Path("testdata/wasm/sleeper.wasm"), "trusted = true")
 	plugin("memhog", testenv.Path("testdata/wasm/memhog.wasm"), "memory_mib = 32")
 	plugin("escape", testenv.Path("testdata/wasm/escape.wasm"),
 		"[[plugins.dirs]]", fmt.Sprintf("host = %q", dirs.ro), `guest = "/ro"`,
 		"[[plugins.dirs]]", fmt.Sprintf("host = %q", dirs.rw), `guest = "/rw"`, "writable = true")
 	plugin("textkit", testenv.Path("plugins/textkit/textkit.wasm"))
+	// Grants of kernel file systems: /proc/<server pid>/environ is the server's environment.
+	plugin("procgrant", testenv.Path("testdata/wasm/escape.wasm"), "[[plugins.dirs]]", `host = "/proc"`, `guest = "/proc"`)
+	plugin("proclink", testenv.Path("testdata/wasm/escape.wasm"), "[[plugins.dirs]]", fmt.Sprintf("host = %q", dirs.procLink), `guest = "/self"`)
 	plugin("missing", testenv.Path("testdata/wasm/missing_import.wasm"))
 	for _, p := range []string{"refbomb", "deepschema", "badheader", "widecheck"} {
 		plugin(p, testenv.Path("testdata/wasm/"+p+".wasm"))
@@ -91,6 +100,8 @@ func server(t *testing.T) (*mcptest.Client, *testenv.SyncBuffer, escapeDirs) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(binary, "--config", path)
+	cmd.Env = append(os.Environ(), envSecret)
+	cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, dirs.inherited} // fd 7
 	stderr := &testenv.SyncBuffer{}
 	cmd.Stderr = stderr
 	never := make(chan struct{})
@@ -99,16 +110,30 @@ func server(t *testing.T) (*mcptest.Client, *testenv.SyncBuffer, escapeDirs) {
 		<-never // the person never answers: the task stays input_required
 		return nil, errors.New("gone")
 	})
-	return c, stderr, dirs
+	return c, stderr, dirs, cmd
 }
 
-// escapeDirs are a read-only and a writable grant whose symlinks lead outside.
-type escapeDirs struct{ ro, rw, outside string }
+// escapeDirs are a read-only and a writable grant whose symlinks lead outside, a link
+// to /proc/self, and the file the server inherits as fd 7.
+type escapeDirs struct {
+	ro, rw, outside, procLink string
+	inherited                 *os.File
+}
 
 const secret = "top secret"
 
 func newEscapeDirs(t *testing.T) escapeDirs {
 	d := escapeDirs{ro: t.TempDir(), rw: t.TempDir(), outside: t.TempDir()}
+	d.procLink = filepath.Join(d.outside, "self")
+	if err := os.Symlink("/proc/self", d.procLink); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(d.outside, "inherited-marker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	d.inherited = f
 	if err := os.WriteFile(filepath.Join(d.outside, "secret.txt"), []byte(secret), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +174,7 @@ type outcome struct {
 }
 
 func TestHostileGuests(t *testing.T) {
-	c, stderr, dirs := server(t)
+	c, stderr, dirs, cmd := server(t)
 	// Refused at load, with the reason, while the rest is served.
 	for _, want := range []string{
 		`plugin=missing err="plugin \"missing\": imports mcpwh.launch_missiles, which the host does not provide"`,
@@ -160,9 +185,11 @@ func TestHostileGuests(t *testing.T) {
 		`plugin=deepschema err="plugin \"deepschema\": manifest: tools[1] (\"deep\"): inputSchema: JSON nests deeper than the limit of 128 levels (MaxSchemaDepth)"`,
 		// What only go-sdk refuses (by panicking in AddTool) refuses the plugin too.
 		`plugin=badheader err="go-sdk refused tool \"badheader_header\": AddTool \"badheader_header\": invalid parameter header annotations`,
+		`plugin=procgrant err="plugin \"procgrant\": directory grant /proc: /proc is under /proc: ` + rootfs.SpecialRule,
+		`plugin=proclink err="plugin \"proclink\": directory grant ` + dirs.procLink + `: ` + dirs.procLink + ` resolves to /proc/`,
 	} {
 		if !eventually(func() bool { return strings.Contains(stderr.String(), want) }) {
-			t.Errorf("server log lacks %q", want)
+			t.Errorf("server log lacks %q:\n%s", want, stderr)
 		}
 	}
 
@@ -176,6 +203,12 @@ func TestHostileGuests(t *testing.T) {
 		{name: "keeps running after its input request was cancelled", tool: "askspin_ask", task: true, ask: true, want: "cancelled", bound: 0},
 		{name: "memory bomb", tool: "memhog_hog", args: map[string]int{"mib": 200}, want: "error: plugin \"memhog\" ran out of memory (limit 32 MiB)", bound: slowTimeout},
 		{name: "stack overflow", tool: "stack_deep", want: "stack overflow", bound: slowTimeout},
+		{name: "sleeper past its deadline", tool: "sleeper_nap", want: "error: plugin \"sleeper\" was stopped: it exceeded its time limit of 1s", bound: timeout},
+		{name: "sleeper past its deadline, as a task", tool: "sleeper_nap", task: true, want: "failed: tool returned an error: plugin \"sleeper\" was stopped: it exceeded its time limit of 1s", bound: timeout},
+		{name: "sleeper past its deadline, trusted (in process)", tool: "napper_nap", want: "error: plugin \"napper\" was stopped: it exceeded its time limit of 1s", bound: timeout},
+		{name: "proc grant", tool: "procgrant_fs", args: map[string]string{"op": "read", "path": "/proc/self/environ"}, want: "rpc -32602", bound: timeout},
+		{name: "proc grant through a link", tool: "proclink_fs", args: map[string]string{"op": "read", "path": "/self/environ"}, want: "rpc -32602", bound: timeout},
+		{name: "proc without a grant", tool: "escape_fs", args: map[string]string{"op": "read", "path": "/proc/self/environ"}, want: "error: open /proc/self/environ", bound: timeout},
 		{name: "output flood", tool: "flood_big", want: "output of 2 MiB exceeds the limit of 1 MiB", bound: timeout},
 		{name: "host-call flood", tool: "hostflood_flood", want: "ok: -7", bound: timeout},
 		{name: "bad pointers to every host function", tool: "badptr_probe", want: "ok: -1 -1 -1 -3 0 -3 -2 -3 -1 -3 -8 -2 -1 ", bound: timeout},
@@ -197,7 +230,7 @@ func TestHostileGuests(t *testing.T) {
 			if !strings.Contains(o.text, s.want) {
 				t.Errorf("%s: outcome %q, want it to contain %q", s.tool, o.text, s.want)
 			}
-			if strings.Contains(o.text, secret) {
+			if strings.Contains(o.text, secret) || strings.Contains(o.text, envSecret) {
 				t.Errorf("%s: the secret leaked: %q", s.tool, o.text)
 			}
 			if o.took > s.bound+generous {
@@ -213,6 +246,26 @@ func TestHostileGuests(t *testing.T) {
 				s.name, ms(o.took), s.bound, o.benign, ms(o.getP99), o.getSeen))
 		})
 	}
+	// The server was started with fd 7 open; its workers must not hold it, nor any
+	// descriptor but their channel, stderr, their grants and the Go runtime's own.
+	t.Run("inherited descriptor", func(t *testing.T) {
+		if fds := testenv.Descriptors(cmd.Process.Pid); fds[7] != dirs.inherited.Name() {
+			t.Fatalf("server fd 7 = %q, want %s", fds[7], dirs.inherited.Name())
+		}
+		workers := testenv.Children(cmd.Process.Pid)
+		if len(workers) == 0 {
+			t.Fatal("the server has no worker process")
+		}
+		for _, pid := range workers {
+			for fd, target := range testenv.Descriptors(pid) {
+				grant := target == dirs.ro || target == dirs.rw // the escape plugin's, held open
+				if fd > 2 && !grant && !strings.HasPrefix(target, "anon_inode:") && !strings.HasPrefix(target, "/sys/fs/cgroup/") {
+					t.Errorf("worker %d holds fd %d -> %s; want nothing the server inherited", pid, fd, target)
+				}
+			}
+		}
+		report = append(report, fmt.Sprintf("%-55s %d workers checked", "inherited descriptor", len(workers)))
+	})
 	if b, err := os.ReadFile(filepath.Join(dirs.outside, "secret.txt")); err != nil || string(b) != secret {
 		t.Errorf("the secret outside the grants changed: %q, %v", b, err)
 	}

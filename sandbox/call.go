@@ -98,6 +98,31 @@ type GuestError struct {
 func (e *GuestError) Error() string { return e.Message }
 func (e *GuestError) Unwrap() error { return e.Err }
 
+// Is reports a call stopped at its time limit as [context.DeadlineExceeded] and a
+// cancelled call as [context.Canceled] (as wazero's sys.ExitError does), the same
+// whether the error was made in process or from a worker's result frame, which carries
+// only the kind and the message.
+func (e *GuestError) Is(target error) bool {
+	switch e.Kind {
+	case KindTimeout:
+		return target == context.DeadlineExceeded
+	case KindCanceled:
+		return target == context.Canceled
+	}
+	return false
+}
+
+// StoppedError is the error of a call that plugin's time limit stopped (cause is
+// [context.DeadlineExceeded]) or that its caller cancelled (any other cause). err is
+// the underlying error, if any.
+func StoppedError(plugin string, limit time.Duration, cause, err error) *GuestError {
+	if errors.Is(cause, context.DeadlineExceeded) {
+		return &GuestError{Kind: KindTimeout, Err: err,
+			Message: fmt.Sprintf("plugin %q was stopped: it exceeded its time limit of %s", plugin, limit)}
+	}
+	return &GuestError{Kind: KindCanceled, Err: err, Message: fmt.Sprintf("plugin %q was stopped: the call was cancelled", plugin)}
+}
+
 // Describe runs the guest's mcpwh_describe in a fresh instance and returns its manifest.
 func (m *Module) Describe(ctx context.Context) ([]byte, error) {
 	return m.run(ctx, exportDescribe, nil, nil, manifestLimit)
@@ -125,7 +150,7 @@ func (m *Module) run(ctx context.Context, export string, input []byte, h Host, m
 		return nil, m.guestError(ctx, st, err)
 	}
 	defer m.close(ctx, mod)
-	res, err := mod.ExportedFunction(export).Call(ctx)
+	res, err := callExport(ctx, mod, export)
 	m.flushStdio(ctx, st)
 	if err != nil {
 		return nil, m.guestError(ctx, st, err)
@@ -144,6 +169,17 @@ func (m *Module) run(ctx context.Context, export string, input []byte, h Host, m
 		return nil, &GuestError{Kind: KindOutput, Message: fmt.Sprintf("plugin %q returned without writing any output", m.name)}
 	}
 	return st.output, nil
+}
+
+// callExport calls the guest's export. A call that returns after its context ended,
+// typically woken from a sleep the host cut short (sleeper), fails with the context's
+// error: what the guest did after its deadline or cancellation is not a result.
+func callExport(ctx context.Context, mod api.Module, export string) ([]uint64, error) {
+	res, err := mod.ExportedFunction(export).Call(ctx)
+	if err == nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return res, err
 }
 
 // instantiate creates a fresh instance; ctx must carry st (withCallState).
@@ -184,10 +220,9 @@ func (m *Module) guestError(ctx context.Context, st *callState, err error) error
 	var exit *sys.ExitError
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
-		return &GuestError{Kind: KindTimeout, Err: err,
-			Message: fmt.Sprintf("plugin %q was stopped: it exceeded its time limit of %s", m.name, m.limits.Timeout)}
+		return StoppedError(m.name, m.limits.Timeout, context.DeadlineExceeded, err)
 	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
-		return &GuestError{Kind: KindCanceled, Err: err, Message: fmt.Sprintf("plugin %q was stopped: the call was cancelled", m.name)}
+		return StoppedError(m.name, m.limits.Timeout, context.Canceled, err)
 	case errors.As(err, &exit):
 		return &GuestError{Kind: KindExit, Err: err,
 			Message: fmt.Sprintf("plugin %q exited with code %d%s", m.name, exit.ExitCode(), st.stderrTail())}

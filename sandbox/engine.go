@@ -332,7 +332,7 @@ func (m *Module) checkVersion(ctx context.Context) error {
 		return m.guestError(ctx, st, err)
 	}
 	defer m.close(ctx, mod)
-	res, err := mod.ExportedFunction(exportABIVersion).Call(ctx)
+	res, err := callExport(ctx, mod, exportABIVersion)
 	if err != nil {
 		return m.guestError(ctx, st, err)
 	}

@@ -140,6 +140,31 @@ func TestCancelWhileAsleep(t *testing.T) {
 	t.Logf("cancelled %v after start", took)
 }
 
+// TestSleeperPastItsDeadline: a guest whose sleep runs past the time limit (the host
+// ends it at the deadline) and that then returns OK still fails with the time limit,
+// every time, and its error answers errors.Is(err, context.DeadlineExceeded); woken by
+// a cancellation instead, it is cancelled.
+func TestSleeperPastItsDeadline(t *testing.T) {
+	m := load(t, "testdata/wasm/sleeper.wasm", sandbox.Limits{Timeout: 100 * time.Millisecond}, sandbox.Grants{})
+	for i := range 6 {
+		out, err := m.Call(context.Background(), call("nap", nil), nil)
+		var ge *sandbox.GuestError
+		if !errors.As(err, &ge) || ge.Kind != sandbox.KindTimeout || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Call(nap) #%d = %s, %v; want a time-limit error", i, out, err)
+		}
+		if !strings.Contains(err.Error(), "time limit of 100ms") {
+			t.Errorf("Call(nap) = %q, want the limit in the message", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	out, err := m.Call(ctx, call("nap", nil), nil)
+	var ge *sandbox.GuestError
+	if !errors.As(err, &ge) || ge.Kind != sandbox.KindCanceled || !errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Call(nap) cancelled = %s, %v; want cancelled", out, err)
+	}
+}
+
 func TestOutOfMemory(t *testing.T) {
 	m := load(t, "testdata/wasm/memhog.wasm", sandbox.Limits{MemoryMiB: 32}, sandbox.Grants{})
 	_, err := m.Call(context.Background(), call("hog", map[string]int{"mib": 64}), nil)

@@ -32,6 +32,11 @@ func IsWorker(args []string) bool { return len(args) == 2 && args[1] == Arg }
 //	}
 func Main() int {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	// First, before anything is opened or loaded: nothing of the server's but the channel.
+	if err := closeInherited(); err != nil {
+		logger.Error("worker stopped", "err", err)
+		return 1
+	}
 	if err := Serve(context.Background(), pollable(0, "stdin"), pollable(1, "stdout"), logger); err != nil {
 		logger.Error("worker stopped", "err", err)
 		return 1

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -116,12 +117,34 @@ func readFrame(r io.Reader, hdr *[headerLen]byte) (frame, error) {
 		return frame{}, fmt.Errorf("frame length %d out of range", n)
 	}
 	f := frame{typ: frameType(hdr[4]), id: binary.BigEndian.Uint64(hdr[5:])}
-	f.payload = make([]byte, n-(headerLen-4))
-	if _, err := io.ReadFull(r, f.payload); err != nil {
+	size := int(n - (headerLen - 4))
+	if size <= smallFrame {
+		f.payload = make([]byte, size)
+		if _, err := io.ReadFull(r, f.payload); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF // io.EOF is a clean end between frames only
+			}
+			return frame{}, fmt.Errorf("stream ended inside a %s frame: %w", f.typ, err)
+		}
+		return f, nil
+	}
+	// The length is the sender's word, not bytes yet: grow the buffer as they arrive,
+	// so that a header announcing maxFrame and then nothing costs nothing.
+	var b bytes.Buffer
+	b.Grow(smallFrame)
+	got, err := b.ReadFrom(io.LimitReader(r, int64(size)))
+	if err == nil && got < int64(size) {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
 		return frame{}, fmt.Errorf("stream ended inside a %s frame: %w", f.typ, err)
 	}
+	f.payload = b.Bytes()
 	return f, nil
 }
+
+// smallFrame is the largest payload readFrame allocates at once, on the header's word.
+const smallFrame = 64 << 10
 
 func appendF64(b []byte, v float64) []byte {
 	return binary.BigEndian.AppendUint64(b, math.Float64bits(v))

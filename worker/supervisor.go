@@ -330,7 +330,12 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 func (m *Module) handle(ctx context.Context, p *process, c *call, f frame, h sandbox.Host) (out []byte, err error, finished bool) {
 	switch f.typ {
 	case frameResult:
-		return m.result(p, f.payload)
+		out, err, finished := m.result(p, f.payload)
+		if err == nil && ctx.Err() != nil {
+			// The deadline or a cancellation came first: an answer after it is not a result.
+			return nil, sandbox.StoppedError(m.name, m.limits.Timeout, ctx.Err(), nil), true
+		}
+		return out, err, finished
 	case frameLog:
 		if h != nil {
 			h.Log(ctx, sandbox.Level(f.payload[0]), string(f.payload[1:]))
@@ -429,6 +434,7 @@ func (m *Module) lost(p *process) error {
 func (m *Module) start(ctx context.Context) (*process, error) {
 	cmd := exec.Command(m.sup.command, Arg)
 	cmd.Env = []string{} // nothing from the server's environment
+	cmd.ExtraFiles = nil // stdin, stdout, stderr only; the worker closes what the server inherited
 	cmd.Dir = "/"
 	cmd.SysProcAttr = sysProcAttr()
 	stdin, err := cmd.StdinPipe()

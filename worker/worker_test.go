@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,6 +194,29 @@ func TestLoopStoppedInsideWorker(t *testing.T) {
 	}
 }
 
+// A guest that sleeps past its time limit and then returns OK fails with the time
+// limit in a worker as in process, every time, and the error answers
+// errors.Is(err, context.DeadlineExceeded) as the in-process one does.
+func TestSleeperPastItsDeadline(t *testing.T) {
+	m := loadWith(t, worker.Options{KillGrace: 10 * time.Second}, "testdata/wasm/sleeper.wasm", sandbox.Limits{Timeout: 100 * time.Millisecond})
+	for i := range 4 {
+		out, err := m.Call(context.Background(), input("nap", nil), nil)
+		var ge *sandbox.GuestError
+		if !errors.As(err, &ge) || ge.Kind != sandbox.KindTimeout || !errors.Is(err, context.DeadlineExceeded) || strings.Contains(ge.Message, "killed") {
+			t.Fatalf("Call(nap) #%d = %s, %v; want a time-limit error from the worker itself", i, out, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	out, err := m.Call(ctx, input("nap", nil), nil)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Call(nap) cancelled = %s, %v; want cancelled", out, err)
+	}
+	if m.Starts() != 1 {
+		t.Errorf("Starts() = %d, want 1: the worker stops the call itself", m.Starts())
+	}
+}
+
 // A guest that wazero cannot interrupt is stopped by killing its worker; calls that
 // shared the worker fail with a message that says so, and the next call gets a new one.
 func TestUninterruptibleGuestKillsItsWorker(t *testing.T) {
@@ -301,9 +326,16 @@ func TestMisbehavingWorker(t *testing.T) {
 }
 
 // A worker runs with an empty environment, only its three standard descriptors among
-// files, resource limits and a seccomp filter.
+// files (none the server inherited), resource limits and a seccomp filter.
 func TestWorkerIsHardened(t *testing.T) {
 	t.Setenv("MCPWH_SECRET_FOR_TEST", "must not leak")
+	// A descriptor without close-on-exec, as a server inherits one from its parent.
+	marker := filepath.Join(t.TempDir(), "inherited-marker")
+	fd, err := syscall.Open(marker, syscall.O_CREAT|syscall.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
 	m := load(t, "testdata/wasm/loop.wasm", sandbox.Limits{})
 	pid := m.PID()
 	proc := func(name string) string {
@@ -334,8 +366,13 @@ func TestWorkerIsHardened(t *testing.T) {
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	for _, fd := range fds {
 		target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
-		if !strings.HasPrefix(target, "pipe:") && !strings.HasPrefix(target, "anon_inode:") && !strings.HasPrefix(target, "/sys/fs/cgroup/") && target != "/dev/null" {
-			t.Errorf("worker holds fd %s -> %s; want only pipes and the Go runtime's cgroup files", fd.Name(), target)
+		n, _ := strconv.Atoi(fd.Name())
+		if n <= 2 {
+			continue // the channel and stderr
+		}
+		// Above them only the Go runtime's own: its poller and the cgroup files it rereads.
+		if !strings.HasPrefix(target, "anon_inode:") && !strings.HasPrefix(target, "/sys/fs/cgroup/") {
+			t.Errorf("worker holds fd %s -> %s; want only stdin, stdout, stderr and the Go runtime's own", fd.Name(), target)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +21,9 @@ import (
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
+	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox/rootfs"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks/boltstore"
 )
 
 // binary is the real mcp-wasmhost, built once for these tests.
@@ -404,5 +408,132 @@ func TestPrefixCollision(t *testing.T) {
 	out, err = exec.Command(binary, "--config", writeConfig(t, serverTOML(t)+plugin("a", "")+plugin("b", "kit")), "check").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "kit_sha256") || !strings.Contains(string(out), "\nsha256 ") {
 		t.Errorf("check(unprefixed and kit) = %v:\n%s", err, out)
+	}
+}
+
+// TestStoreDamaged: a server started on a truncated or overwritten task store exits
+// with an error naming the file, not a fault (a truncated store was a SIGBUS), and
+// leaves the file as it was.
+func TestStoreDamaged(t *testing.T) {
+	good := filepath.Join(t.TempDir(), "tasks.db")
+	st, err := boltstore.Open(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		now := time.Now().UTC()
+		st.Put(context.Background(), tasks.Task{ID: fmt.Sprintf("t%03d", i), Owner: "local", Status: tasks.Completed,
+			CreatedAt: now, LastUpdatedAt: now, FinishedAt: now, TTL: time.Hour, Result: json.RawMessage(`{"content":[]}`)})
+	}
+	st.Close()
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"truncated mid meta page", b[:2000]},
+		{"truncated after the meta pages", b[:8192]},
+		{"truncated mid data", b[:len(b)/2+100]},
+		{"meta pages overwritten", append(bytes.Repeat([]byte{0xA5}, 8192), b[8192:]...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dataDir := t.TempDir()
+			path := filepath.Join(dataDir, "tasks.db")
+			os.WriteFile(path, tt.data, 0o600)
+			cfg := writeConfig(t, fmt.Sprintf("[server]\ncache_dir = %q\n\n[tasks]\ndata_dir = %q\n\n", testenv.CacheDir(), dataDir)+
+				pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
+			cmd := exec.Command(binary, "--config", cfg)
+			cmd.Stdin = strings.NewReader("")
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), path+" is corrupt") {
+				t.Errorf("server on a store %s = %v:\n%s\nwant exit status 1 and an error naming the file", tt.name, err, out)
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, tt.data) {
+				t.Errorf("server on a store %s changed the file", tt.name)
+			}
+		})
+	}
+}
+
+// TestWorkerInheritsNoDescriptors: a server started with fd 7 open (as a supervisor or
+// a shell may leave one) does not pass it to its workers: they hold stdin, stdout,
+// stderr and the Go runtime's own descriptors only.
+func TestWorkerInheritsNoDescriptors(t *testing.T) {
+	marker, err := os.Create(filepath.Join(t.TempDir(), "inherited-marker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer marker.Close()
+	cfg := writeConfig(t, serverTOML(t)+pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
+	cmd := exec.Command(binary, "--config", cfg)
+	cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, marker} // fd 7
+	cmd.Stderr = &testenv.SyncBuffer{}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if got := callText(t, cs, "textkit_ping", map[string]any{}); got == "" {
+		t.Fatal("textkit_ping answered nothing")
+	}
+	if fds := testenv.Descriptors(cmd.Process.Pid); fds[7] != marker.Name() {
+		t.Fatalf("server fd 7 = %q, want the marker %s (the test must hand it over)", fds[7], marker.Name())
+	}
+	workers := testenv.Children(cmd.Process.Pid)
+	if len(workers) == 0 {
+		t.Fatal("the server has no worker process")
+	}
+	for _, pid := range workers {
+		for fd, target := range testenv.Descriptors(pid) {
+			if fd > 2 && !strings.HasPrefix(target, "anon_inode:") && !strings.HasPrefix(target, "/sys/fs/cgroup/") {
+				t.Errorf("worker %d holds fd %d -> %s; want nothing the server inherited", pid, fd, target)
+			}
+		}
+	}
+}
+
+// TestKernelFileSystemGrantsRefused: `check` refuses every plugin granted /proc, /sys,
+// /dev or below, directly or through a link, in a worker or trusted, naming the rule;
+// the plugin with an ordinary grant loads.
+func TestKernelFileSystemGrantsRefused(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "to-proc")
+	if err := os.Symlink("/proc", link); err != nil {
+		t.Fatal(err)
+	}
+	sha := testenv.Spec(t, "escape", "testdata/wasm/escape.wasm").SHA256
+	var cfg strings.Builder
+	cfg.WriteString(serverTOML(t))
+	grants := map[string]string{"proc": "/proc", "self": "/proc/self", "kernel": "/sys/kernel", "dev": "/dev", "link": link, "ok": t.TempDir()}
+	for name, host := range grants {
+		for _, trusted := range []bool{false, true} {
+			fmt.Fprintf(&cfg, "[[plugins]]\nname = \"%s%v\"\npath = %q\nsha256 = %q\ntrusted = %v\n\n[[plugins.dirs]]\nhost = %q\nguest = \"/data\"\n\n",
+				name, trusted, testenv.Path("testdata/wasm/escape.wasm"), sha, trusted, host)
+		}
+	}
+	out, _ := exec.Command(binary, "--config", writeConfig(t, cfg.String()), "check").CombinedOutput()
+	if !strings.Contains(string(out), "10 plugin(s) refused") {
+		t.Errorf("check = \n%s\nwant 10 plugins refused", out)
+	}
+	for name := range grants {
+		for _, trusted := range []bool{false, true} {
+			plugin := fmt.Sprintf("%s%v", name, trusted)
+			var line string
+			for l := range strings.Lines(string(out)) {
+				if strings.Contains(l, `"`+plugin+`"`) || strings.Contains(l, plugin+"_fs") {
+					line = l
+					break
+				}
+			}
+			refused := strings.Contains(line, rootfs.SpecialRule)
+			if refused == (name == "ok") {
+				t.Errorf("check: plugin %s (grant %s): %q; want it refused naming the rule: %v", plugin, grants[name], line, name != "ok")
+			}
+		}
 	}
 }

@@ -50,9 +50,16 @@
 //
 //   - os.Root follows at most 8 symbolic links per path (the kernel: 40); a longer
 //     chain fails with ELOOP.
-//   - os.Root does not stop at mount points or bind mounts inside the directory, and
-//     it opens device files and FIFOs like the kernel does (opening a FIFO blocks
-//     until a writer appears). Grant directories that hold ordinary files.
+//   - Kernel file systems are out of reach: [New] refuses a directory that is or
+//     resolves to /proc, /sys, /dev or below, or lies on procfs, sysfs, cgroupfs,
+//     debugfs, tracefs, securityfs, bpf, configfs, mqueue or another such file system
+//     (statfs), naming [SpecialRule]; and a file opened inside the grant that turns out
+//     to be on one (through a mount point or bind mount in the directory) or to be a
+//     device node is closed again and refused with EPERM. Stat, Lstat and Readlink
+//     through such a mount still answer: they reveal names and sizes, not contents.
+//   - os.Root does not stop at other mount points or bind mounts inside the directory,
+//     and it opens FIFOs like the kernel does (opening one blocks until a writer
+//     appears). Grant directories that hold ordinary files.
 //   - The root is held open by descriptor: if the host directory is renamed while
 //     the server runs, the grant keeps pointing at it in its new place.
 //   - Readlink returns a link's text, so a guest can learn where an escaping link

@@ -2,6 +2,7 @@ package rootfs
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -27,10 +28,21 @@ type FS struct {
 
 // New opens dir. A read-only FS refuses every change; a writable one allows every
 // change inside dir except creating symbolic links.
+//
+// A dir that is or resolves to /proc, /sys, /dev or below, or lies on a kernel file
+// system, is refused with [ErrSpecial] (CheckDir).
 func New(dir string, writable bool) (*FS, error) {
+	if err := CheckDir(dir); err != nil {
+		return nil, err
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
+	}
+	// The directory as opened, whatever was renamed since CheckDir looked.
+	if err := checkOpened(root, "."); err != nil {
+		_ = root.Close()
+		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	var fsys experimentalsys.FS = &rootDir{root: root, writable: writable}
 	if !writable {
@@ -46,6 +58,43 @@ func (f *FS) Close() error {
 
 // String returns the host directory, for messages.
 func (f *FS) String() string { return f.root.Name() }
+
+// checkOpened checks the file at path in root with checkFile.
+func checkOpened(root *os.Root, path string) error {
+	f, err := root.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return checkFile(f)
+}
+
+// checkFile refuses a file on a kernel file system (specialFile) and a device node:
+// neither belongs in a grant of ordinary files.
+func checkFile(f *os.File) error {
+	rc, err := f.SyscallConn() // not f.Fd(), which would make a pollable file blocking
+	if err != nil {
+		return err
+	}
+	var name string
+	if cerr := rc.Control(func(fd uintptr) { name, err = specialFile(fd) }); cerr != nil {
+		return cerr
+	}
+	if err != nil {
+		return err
+	}
+	if name != "" {
+		return fmt.Errorf("it is on %s: %w", name, ErrSpecial)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeDevice != 0 {
+		return fmt.Errorf("it is a device: %w", ErrSpecial)
+	}
+	return nil
+}
 
 // errEscapes is the errno for a path that leaves the root.
 const errEscapes = experimentalsys.EPERM
@@ -122,6 +171,11 @@ func (d *rootDir) OpenFile(path string, flag experimentalsys.Oflag, perm fs.File
 	f, err := d.root.OpenFile(path, osFlag(flag), perm&fs.ModePerm)
 	if err != nil {
 		return nil, errnoOf(err)
+	}
+	// A mount point or bind mount inside the grant can lead into a kernel file system.
+	if err := checkFile(f); err != nil {
+		_ = f.Close()
+		return nil, errEscapes
 	}
 	file := &rootFile{root: d.root, name: path, flag: flag, perm: perm & fs.ModePerm, f: f}
 	if flag&experimentalsys.O_DIRECTORY != 0 {

@@ -14,6 +14,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+	"golang.org/x/sys/unix"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 )
@@ -52,12 +53,22 @@ func Open(path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("task store %s: %w", path, err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	if err := precheck(path); err != nil {
+		return nil, err
+	}
+	var db *bolt.DB
+	err := guard(func() (err error) {
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+		return err
+	})
 	switch {
 	case errors.Is(err, bolterrors.ErrTimeout):
-		return nil, fmt.Errorf("task store %s is locked by another process (is another mcp-wasmhost using the same data_dir?)", path)
+		return nil, lockedError(path)
 	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch), errors.Is(err, bolterrors.ErrChecksum):
-		return nil, fmt.Errorf("task store %s is corrupt or not a task store (%v); move it away to start with an empty store", path, err)
+		return nil, corruptError(path, err)
+	case err != nil && db == nil && errors.Is(err, errPanicked):
+		// bbolt failed midway: its file stays open (and locked) until the process ends.
+		return nil, corruptError(path, err)
 	case err != nil:
 		return nil, fmt.Errorf("task store %s: %w", path, err)
 	}
@@ -65,11 +76,58 @@ func Open(path string) (*Store, error) {
 	// bbolt's 10 ms default would add 10 ms to every lone write.
 	db.MaxBatchDelay = 200 * time.Microsecond
 	s := &Store{db: db, path: path}
-	if err := s.recover(); err != nil {
+	if err := guard(s.recover); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("task store %s is corrupt or unreadable (%v); move it away to start with an empty store", path, err)
+		return nil, corruptError(path, err)
 	}
 	return s, nil
+}
+
+func lockedError(path string) error {
+	return fmt.Errorf("task store %s is locked by another process (is another mcp-wasmhost using the same data_dir?)", path)
+}
+
+func corruptError(path string, err error) error {
+	return fmt.Errorf("task store %s is corrupt or not a task store (%v); move it away to start with an empty store", path, err)
+}
+
+// precheck checks an existing store file with checkFile before bbolt maps it, under a
+// shared lock so that a store another process is writing is reported as locked.
+func precheck(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("task store %s: %w", path, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("task store %s: %w", path, err)
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("task store %s is not a regular file (%s)", path, info.Mode().Type())
+	}
+	deadline := time.Now().Add(lockTimeout)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return fmt.Errorf("task store %s: lock: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			return lockedError(path)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Closing f releases the lock.
+	if err := checkFile(f, info.Size()); err != nil {
+		return corruptError(path, err)
+	}
+	return nil
 }
 
 // Close closes the file.
@@ -84,6 +142,13 @@ func (s *Store) recover() error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketTasks, bucketOwners, bucketExpiry} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		// Read the indexes through before changing anything: a damaged page is found
+		// now, under guard, and not by a later call.
+		for _, name := range [][]byte{bucketOwners, bucketExpiry} {
+			if err := tx.Bucket(name).ForEach(func(k, v []byte) error { return nil }); err != nil {
 				return err
 			}
 		}

@@ -1,7 +1,9 @@
 package boltstore_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +18,7 @@ import (
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks/boltstore"
 )
 
-func open(t *testing.T, path string) *boltstore.Store {
+func open(t testing.TB, path string) *boltstore.Store {
 	t.Helper()
 	s, err := boltstore.Open(path)
 	if err != nil {
@@ -229,4 +231,104 @@ func TestPurgeBatches(t *testing.T) {
 	if page, _ := s.List(ctx, "owner0", "", 10000); len(page) != 3 {
 		t.Errorf("List(owner0) after the purge = %d tasks, want 3 (its index entries purged too)", len(page))
 	}
+}
+
+// storeFile writes a store with enough tasks to fill several data pages, closes it and
+// returns its bytes.
+func storeFile(t testing.TB) []byte {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	s := open(t, path)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 200 {
+		x := task(fmt.Sprintf("task-%03d", i), "local", base.Add(time.Duration(i)*time.Second), tasks.Completed)
+		x.FinishedAt = x.CreatedAt
+		x.Result = json.RawMessage(fmt.Sprintf(`{"text":%q}`, strings.Repeat("x", 100+i)))
+		if err := s.Put(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestOpenDamaged: a store file truncated or overwritten anywhere is refused with an
+// error naming the file, never a fault (a truncated file used to crash the process
+// with SIGBUS inside bbolt), and the file is left as it was.
+func TestOpenDamaged(t *testing.T) {
+	good := storeFile(t)
+	const page = 4096
+	if len(good) < 8*page {
+		t.Fatalf("store is %d bytes, want at least 8 pages", len(good))
+	}
+	withBytes := func(off int, b []byte) []byte {
+		c := bytes.Clone(good)
+		copy(c[off:], b)
+		return c
+	}
+	garbage := bytes.Repeat([]byte{0xA5}, page)
+	used := highWater(good) * page // bbolt grows the file ahead of its high-water mark
+	if used < 4*page || used > len(good) {
+		t.Fatalf("high-water mark at byte %d of %d", used, len(good))
+	}
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"truncated mid meta 0", good[:100]},
+		{"truncated mid meta 1", good[:page+100]},
+		{"truncated after the meta pages", good[:2*page]},
+		{"truncated after the first data page", good[:3*page]},
+		{"truncated mid data", good[:len(good)/2]},
+		{"truncated mid page", good[:len(good)/2+100]},
+		{"truncated one page below the high-water mark", good[:used-page]},
+		{"truncated one byte below the high-water mark", good[:used-1]},
+		{"both meta pages overwritten", withBytes(0, bytes.Repeat([]byte{0xA5}, 2*page))},
+		{"data page overwritten", withBytes(2*page, garbage)},
+		{"data pages overwritten", withBytes(2*page, bytes.Repeat(garbage, (len(good)-2*page)/page))},
+		{"data zeroed", withBytes(2*page, make([]byte, len(good)-2*page))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "tasks.db")
+			if err := os.WriteFile(path, tt.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := boltstore.Open(path)
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open(%s) = nil, want an error", tt.name)
+			}
+			if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move it away") {
+				t.Errorf("Open(%s) = %v, want an error naming the file and what to do", tt.name, err)
+			}
+			if b, _ := os.ReadFile(path); !bytes.Equal(b, tt.data) {
+				t.Errorf("Open(%s) changed the file", tt.name)
+			}
+		})
+	}
+	// The pages past the high-water mark are free space: without them the store is whole.
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	os.WriteFile(path, good[:used], 0o600)
+	s := open(t, path)
+	defer s.Close()
+	if st, _ := s.Stats(context.Background()); st.Tasks != 200 {
+		t.Errorf("store cut at its high-water mark: Stats() = %+v, want 200 tasks", st)
+	}
+}
+
+// highWater returns the high-water mark (pages in use) of the bbolt file b: that of the
+// meta page with the higher transaction id.
+func highWater(b []byte) int {
+	le := binary.NativeEndian
+	m0, m1 := b[16:], b[4096+16:]
+	if le.Uint64(m1[48:]) > le.Uint64(m0[48:]) {
+		m0 = m1
+	}
+	return int(le.Uint64(m0[40:]))
 }

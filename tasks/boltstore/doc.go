@@ -5,8 +5,11 @@
 //
 // Opening a store fails the tasks that were still running when the last process died,
 // with RestartMessage: their guests' memory is gone, and a task must never hang in
-// working forever. A file that is locked by another process, corrupt or unreadable is
-// an error that names it; nothing is reset or deleted.
+// working forever. A file that is locked by another process, corrupt, truncated or
+// unreadable is an error that names it; nothing is reset or deleted. bbolt maps more
+// than a file holds, so a truncated file would be a SIGBUS inside it: Open first checks
+// the meta pages, root and freelist against the file's size (check.go), then reads the
+// whole store through with memory faults turned into errors.
 //
 // Expired tasks are purged in batches, one transaction each (Purge). The pages they
 // free go back to bbolt's freelist and are reused by later tasks, so the file stays

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package worker
+
+// closeInherited has nothing to close where descriptors are not inherited by number.
+func closeInherited() error { return nil }
