@@ -242,7 +242,13 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	max := s.limits.maxMessageBytes
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(max)+1))
 	if deadline {
-		rc.SetReadDeadline(time.Time{})
+		if err == nil && len(body) <= max {
+			rc.SetReadDeadline(time.Time{})
+		} else {
+			// Whatever is left of the body is not read: net/http would otherwise
+			// try to drain it, at the client's pace, before closing.
+			rc.SetReadDeadline(time.Now())
+		}
 	}
 	var nerr net.Error
 	switch {

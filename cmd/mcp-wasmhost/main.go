@@ -123,7 +123,11 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 	defer store.Close()
 	srv, err := host.New(catalog, host.Options{Name: cfg.Server.Name, Version: version(), Logger: logger,
-		ResumableStreams: cfg.Server.ResumableStreams,
+		ResumableStreams:   cfg.Server.ResumableStreams,
+		MaxMessageBytes:    cfg.Server.MaxMessageBytes,
+		BodyReadTimeout:    cfg.Server.BodyReadTimeout.Duration,
+		MaxSessions:        cfg.Server.MaxSessions,
+		SessionIdleTimeout: cfg.Server.SessionIdleTimeout.Duration,
 		Tasks: tasks.Options{
 			Store:          store,
 			DefaultTTL:     cfg.Tasks.DefaultTTL.Duration,
