@@ -131,3 +131,20 @@ func FuzzDecodeLine(f *testing.F) {
 		peekID(line)
 	})
 }
+
+// BenchmarkDecodeLine measures what the stdio checks (depth scan, json.Valid) add to
+// the go-sdk's own decoding of a typical tools/call line.
+func BenchmarkDecodeLine(b *testing.B) {
+	line := []byte(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"textkit_stats","arguments":{"text":"` +
+		strings.Repeat("lorem ipsum ", 100) + `"},"_meta":{"progressToken":3}}}`)
+	b.Run("decodeLine", func(b *testing.B) {
+		for b.Loop() {
+			decodeLine(line)
+		}
+	})
+	b.Run("DecodeMessage", func(b *testing.B) {
+		for b.Loop() {
+			jsonrpc.DecodeMessage(line)
+		}
+	})
+}
