@@ -131,7 +131,9 @@ func mcpTool(t *plugins.Tool) (*mcp.Tool, error) {
 }
 
 // ServeStdio serves one client over a stdio pair (the process's stdin and stdout) until
-// it disconnects or ctx ends.
+// it disconnects or ctx ends. Lines that are not messages are answered with an error
+// and skipped (stdioTransport); when in ends, the requests already read are answered
+// first.
 func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
 	t := &stdioTransport{in: in, out: out, maxBytes: s.limits.maxMessageBytes, logger: s.logger}
 	return s.mcp.Run(ctx, &liftTransport{inner: t, srv: s})
