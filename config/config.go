@@ -101,8 +101,9 @@ type Server struct {
 	ResumableStreams bool `toml:"resumable_streams"`
 	// MaxMessageBytes caps one JSON-RPC message from a client: a stdio line or
 	// a Streamable HTTP POST body, 65536..MaxIOBytes*2. Larger ones are
-	// refused with an error answer and the server goes on. Keep it above every
-	// plugin's max_input_bytes. 0 means host.DefaultMaxMessageBytes (8 MiB).
+	// refused with an error answer and the server goes on. It must be above
+	// every plugin's max_input_bytes (the command checks, as only it knows the
+	// host's default). 0 means host.DefaultMaxMessageBytes (8 MiB).
 	MaxMessageBytes int `toml:"max_message_bytes"`
 	// BodyReadTimeout bounds reading one Streamable HTTP POST body, 10ms..1h;
 	// a client still sending after it gets 408 and its connection is closed.

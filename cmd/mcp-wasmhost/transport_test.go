@@ -382,3 +382,17 @@ func trickle(url string, limit time.Duration) (time.Duration, string, error) {
 	<-closed
 	return time.Since(start), answer.String(), nil
 }
+
+// TestMessageLimitAbovePluginInput: a plugin input that no message could carry is a
+// configuration error, and raising max_message_bytes fixes it.
+func TestMessageLimitAbovePluginInput(t *testing.T) {
+	plugin := pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", "") + "max_input_bytes = 16777216\n"
+	out, err := exec.Command(binary, "--config", writeConfig(t, serverTOML(t)+plugin), "check").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `plugin "textkit": max_input_bytes 16777216 is not below [server] max_message_bytes 8388608`) {
+		t.Errorf("check(max_input_bytes 16 MiB) = %v:\n%s\nwant the limits named", err, out)
+	}
+	raised := strings.Replace(serverTOML(t), "[server]\n", "[server]\nmax_message_bytes = 20000000\n", 1)
+	if out, err := exec.Command(binary, "--config", writeConfig(t, raised+plugin), "check").CombinedOutput(); err != nil {
+		t.Errorf("check(max_message_bytes raised) = %v:\n%s", err, out)
+	}
+}
