@@ -239,10 +239,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	// An error means the connection cannot take a deadline (such as an
 	// httptest.ResponseRecorder); the size limit still holds.
 	deadline := rc.SetReadDeadline(time.Now().Add(s.limits.bodyReadTimeout)) == nil
-	max := s.limits.maxMessageBytes
-	body, err := io.ReadAll(io.LimitReader(r.Body, int64(max)+1))
+	limit := s.limits.maxMessageBytes
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 	if deadline {
-		if err == nil && len(body) <= max {
+		if err == nil && len(body) <= limit {
 			rc.SetReadDeadline(time.Time{})
 		} else {
 			// Whatever is left of the body is not read: net/http would otherwise
@@ -259,9 +259,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	case err != nil:
 		http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
 		return nil, false
-	case len(body) > max:
+	case len(body) > limit:
 		w.Header().Set("Connection", "close")
-		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", max), http.StatusRequestEntityTooLarge)
+		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", limit), http.StatusRequestEntityTooLarge)
 		return nil, false
 	}
 	return body, true

@@ -25,8 +25,9 @@ const (
 	DefaultMaxMessageBytes = 8 << 20
 	// MaxMessageDepth caps how deeply arrays and objects nest in one stdio message.
 	// It is checked by a linear scan before anything decodes the message, so no
-	// decoder recurses deeper than this.
-	MaxMessageDepth = 256
+	// decoder recurses deeper than this. It is the go-sdk decoder's own limit, which
+	// bounds HTTP bodies, so both transports accept the same messages.
+	MaxMessageDepth = 1000
 	// stdioDrainTimeout bounds how long the server, once stdin has ended, waits for
 	// the answers to requests it has already read (a tool call, a blocking
 	// tasks/result) before it exits. It equals a plugin's default call timeout.

@@ -241,9 +241,11 @@ func startHTTP(t *testing.T, cfg string) string {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	urlRE := regexp.MustCompile(`url=(http://\S+/mcp)`)
 	found := make(chan string, 1)
+	log := &testenv.SyncBuffer{}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			fmt.Fprintln(log, sc.Text())
 			if m := urlRE.FindStringSubmatch(sc.Text()); m != nil {
 				found <- m[1]
 			}
@@ -253,7 +255,7 @@ func startHTTP(t *testing.T, cfg string) string {
 	case url := <-found:
 		return url
 	case <-time.After(30 * time.Second):
-		t.Fatal("the server did not report its URL")
+		t.Fatalf("the server did not report its URL\nstderr:\n%s", log)
 	}
 	return ""
 }
@@ -290,12 +292,12 @@ func post(t *testing.T, url, session, body string) (int, string, answer) {
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}`
 
 // TestHTTPLimits (issue #12, findings 8 and 11): a POST without a session gets 400 and
-// -32600 (a stateless 2026-07-28 request still works); sessions beyond max_sessions are
-// refused with 503 until idle ones expire; a trickled body is cut after
-// body_read_timeout.
+// -32600 (a stateless 2026-07-28 request still works); a body over max_message_bytes
+// gets 413; sessions beyond max_sessions are refused with 503 until idle ones expire;
+// a trickled body is cut after body_read_timeout.
 func TestHTTPLimits(t *testing.T) {
 	cfg := writeConfig(t, strings.Replace(serverTOML(t), "[server]\n",
-		"[server]\nbody_read_timeout = \"500ms\"\nmax_sessions = 2\nsession_idle_timeout = \"2s\"\n", 1)+
+		"[server]\nbody_read_timeout = \"500ms\"\nmax_sessions = 2\nsession_idle_timeout = \"2s\"\nmax_message_bytes = 2097152\n", 1)+
 		pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
 	url := startHTTP(t, cfg)
 
@@ -310,6 +312,13 @@ func TestHTTPLimits(t *testing.T) {
 			if err != nil || resp.HTTPStatus != http.StatusOK || resp.Error != nil {
 				t.Errorf("stateless 2026-07-28 %s without a session = %+v, %v; want 200 and a result", method, resp, err)
 			}
+		}
+	})
+
+	t.Run("oversized body", func(t *testing.T) {
+		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 2<<20) + `"}}`
+		if status, _, _ := post(t, url, "", body); status != http.StatusRequestEntityTooLarge {
+			t.Errorf("a body over max_message_bytes = %d, want 413", status)
 		}
 	})
 
