@@ -106,6 +106,23 @@ type Server struct {
 	// response on a resumable stream for a lost stream and reconnect, failing with
 	// 409 Conflict (typescript-sdk pull request #2638 fixes it).
 	ResumableStreams bool `toml:"resumable_streams"`
+	// MaxMessageBytes caps one JSON-RPC message from a client: a stdio line or
+	// a Streamable HTTP POST body, 65536..MaxIOBytes*2. Larger ones are
+	// refused with an error answer and the server goes on. It must be above
+	// every plugin's max_input_bytes (the command checks, as only it knows the
+	// host's default). 0 means host.DefaultMaxMessageBytes (8 MiB).
+	MaxMessageBytes int `toml:"max_message_bytes"`
+	// BodyReadTimeout bounds reading one Streamable HTTP POST body, 10ms..1h;
+	// a client still sending after it gets 408 and its connection is closed.
+	// 0 means host.DefaultBodyReadTimeout (30s).
+	BodyReadTimeout Duration `toml:"body_read_timeout"`
+	// MaxSessions caps the live Streamable HTTP sessions, 1..1000000; an
+	// initialize beyond it is refused with HTTP 503. 0 means
+	// host.DefaultMaxSessions (1000).
+	MaxSessions int `toml:"max_sessions"`
+	// SessionIdleTimeout closes a Streamable HTTP session that sent no request
+	// for this long, 1s..720h. 0 means host.DefaultSessionIdleTimeout (1h).
+	SessionIdleTimeout Duration `toml:"session_idle_timeout"`
 }
 
 // CompilationCacheDir reports where compiled modules are cached on disk, and
@@ -558,6 +575,20 @@ func (c *Config) finish(name, dir string) []error {
 	}
 	if s.MemoryLimitMiB != 0 && (s.MemoryLimitMiB < 16 || s.MemoryLimitMiB > 1<<20) {
 		fail("server", "memory_limit_mib %d out of range 16..1048576", s.MemoryLimitMiB)
+	}
+	// The transport limits keep 0, which the host reads as its default (one
+	// source per default: host.DefaultMaxMessageBytes and its siblings).
+	if v := s.MaxMessageBytes; v != 0 && (v < 64<<10 || v > 2*MaxIOBytes) {
+		fail("server", "max_message_bytes %d out of range 65536..%d", v, 2*MaxIOBytes)
+	}
+	if d := s.BodyReadTimeout.Duration; d != 0 && (d < 10*time.Millisecond || d > time.Hour) {
+		fail("server", "body_read_timeout %s out of range 10ms..1h0m0s", d)
+	}
+	if v := s.MaxSessions; v != 0 && (v < 1 || v > 1_000_000) {
+		fail("server", "max_sessions %d out of range 1..1000000", v)
+	}
+	if d := s.SessionIdleTimeout.Duration; d != 0 && (d < time.Second || d > 720*time.Hour) {
+		fail("server", "session_idle_timeout %s out of range 1s..720h0m0s", d)
 	}
 	switch s.CacheDir {
 	case "":

@@ -10,6 +10,13 @@
 // yields a CallToolResult with isError set and a message a person understands; the
 // server keeps serving.
 //
+// Nor can a client's bytes end it: on stdio a line that is not a JSON-RPC message, nests
+// deeper than [MaxMessageDepth] or exceeds Options.MaxMessageBytes gets an error answer
+// and the next line is served, and when stdin ends every request already read is
+// answered before ServeStdio returns. On HTTP a POST body has Options.BodyReadTimeout to
+// arrive, sessions are capped and expire when idle, and a POST without a session other
+// than initialize gets HTTP 400.
+//
 //	srv := host.New(catalog, host.Options{Logger: logger})
 //	err := srv.ServeStdio(ctx)                         // or
 //	err = http.ListenAndServe(addr, srv.HTTPHandler())  // endpoint /mcp

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -172,14 +175,12 @@ func (c *liftConn) notify(ctx context.Context, method string, params any) error 
 	return c.Connection.Write(ctx, &jsonrpc.Request{Method: method, Params: b})
 }
 
-// maxLiftBody bounds the POST bodies inspected for params.task; larger ones pass
-// through untouched to the SDK, which refuses them by its own limit (4 MiB).
-const maxLiftBody = 4 << 20
-
-// liftHTTP lifts params.task from Streamable HTTP POST bodies and sends each request
-// to the stateful handler or, for 2026-07-28 (the MCP-Protocol-Version header, or a
-// server/discover probe), the stateless one.
-func liftHTTP(stateful, stateless http.Handler) http.Handler {
+// liftHTTP reads each Streamable HTTP POST body (within the body read timeout and the
+// message size limit), lifts params.task from it, and sends the request to the
+// stateful handler or, for 2026-07-28 (the MCP-Protocol-Version header, or a
+// server/discover probe), the stateless one. On the stateful handler a POST without
+// Mcp-Session-Id must be an initialize, and a new session must fit under the cap.
+func (s *Server) liftHTTP(stateful, stateless http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			stateful.ServeHTTP(w, r)
@@ -189,27 +190,124 @@ func liftHTTP(stateful, stateless http.Handler) http.Handler {
 		if v := r.Header.Get("Mcp-Protocol-Version"); v > newestLegacyVersion {
 			next = stateless
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxLiftBody+1))
-		if err != nil {
-			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
+		body, ok := s.readBody(w, r)
+		if !ok {
 			return
 		}
-		if len(body) <= maxLiftBody {
-			body = liftBody(body)
-			if next == stateful && r.Header.Get("Mcp-Session-Id") == "" && isDiscover(body) {
-				next = stateless
-			}
-			if next == stateless {
-				if id, msg := taskNameMismatch(r.Header, body); msg != "" {
-					writeHeaderMismatch(w, id, msg)
-					return
-				}
+		body = liftBody(body)
+		noSession := r.Header.Get("Mcp-Session-Id") == ""
+		if next == stateful && noSession && isDiscover(body) {
+			next = stateless
+		}
+		if next == stateless {
+			if id, msg := taskNameMismatch(r.Header, body); msg != "" {
+				writeHeaderMismatch(w, id, msg)
+				return
 			}
 		}
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
-		r.ContentLength = -1
+		if next == stateful && noSession {
+			id, isInit := initializeID(body)
+			if !isInit {
+				// The Streamable HTTP spec (2025-11-25, session management): a
+				// request without a session other than initialize gets 400.
+				writeJSONError(w, http.StatusBadRequest, id, codeInvalidRequest,
+					"missing Mcp-Session-Id header: send initialize first and repeat the session id it returns")
+				return
+			}
+			release, ok := s.admitSession()
+			if !ok {
+				w.Header().Set("Retry-After", "60")
+				writeJSONError(w, http.StatusServiceUnavailable, id, codeLimit,
+					fmt.Sprintf("too many sessions: the server keeps at most %d; retry later", s.limits.maxSessions))
+				return
+			}
+			defer release()
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// readBody reads a POST body within the body read timeout and the message size limit.
+// When it cannot, it answers (408 or 413, or 400) and reports false. The deadline is a
+// read deadline on this request's connection, lifted once the body is read, so a slow
+// client cannot hold a connection and a handler forever, while the response (an SSE
+// stream, perhaps long) is not limited.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	rc := http.NewResponseController(w)
+	// An error means the connection cannot take a deadline (such as an
+	// httptest.ResponseRecorder); the size limit still holds.
+	deadline := rc.SetReadDeadline(time.Now().Add(s.limits.bodyReadTimeout)) == nil
+	limit := s.limits.maxMessageBytes
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+	if deadline {
+		if err == nil && len(body) <= limit {
+			rc.SetReadDeadline(time.Time{})
+		} else {
+			// Whatever is left of the body is not read: net/http would otherwise
+			// try to drain it, at the client's pace, before closing.
+			rc.SetReadDeadline(time.Now())
+		}
+	}
+	var nerr net.Error
+	switch {
+	case errors.As(err, &nerr) && nerr.Timeout():
+		w.Header().Set("Connection", "close")
+		http.Error(w, fmt.Sprintf("request body not received within %s", s.limits.bodyReadTimeout), http.StatusRequestTimeout)
+		return nil, false
+	case err != nil:
+		http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
+		return nil, false
+	case len(body) > limit:
+		w.Header().Set("Connection", "close")
+		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", limit), http.StatusRequestEntityTooLarge)
+		return nil, false
+	}
+	return body, true
+}
+
+// admitSession reserves room for a new stateful session, if there is any: the live
+// sessions with an ID, plus those being created, stay under the cap. release ends the
+// reservation once the session is live (and counted) or gone.
+func (s *Server) admitSession() (release func(), ok bool) {
+	s.gate.Lock()
+	defer s.gate.Unlock()
+	n := s.starting
+	for ss := range s.mcp.Sessions() {
+		if ss.ID() != "" {
+			n++
+		}
+	}
+	if n >= s.limits.maxSessions {
+		return nil, false
+	}
+	s.starting++
+	return func() {
+		s.gate.Lock()
+		defer s.gate.Unlock()
+		s.starting--
+	}, true
+}
+
+// initializeID reports whether body is one initialize request, and its id (nil when
+// unreadable).
+func initializeID(body []byte) (json.RawMessage, bool) {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return nil, false
+	}
+	return msg.ID, msg.Method == "initialize" && len(msg.ID) > 0
+}
+
+// writeJSONError answers status with a JSON-RPC error response for id (nil: null).
+func writeJSONError(w http.ResponseWriter, status int, id json.RawMessage, code int64, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(errorLine(id, code, msg))
 }
 
 // liftBody lifts params.task in a single JSON-RPC tools/call message, and a

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,6 +35,17 @@ type Options struct {
 	// guests close a call's stream early (close_stream). false means off (see
 	// config.Server.ResumableStreams for why that is the default).
 	ResumableStreams bool
+	// MaxMessageBytes caps one message from a client: a stdio line or an HTTP POST
+	// body. 0 means DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	// BodyReadTimeout bounds reading one HTTP POST body. 0 means
+	// DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
+	// MaxSessions caps the live Streamable HTTP sessions. 0 means DefaultMaxSessions.
+	MaxSessions int
+	// SessionIdleTimeout closes a Streamable HTTP session that sent no request for
+	// this long. 0 means DefaultSessionIdleTimeout.
+	SessionIdleTimeout time.Duration
 }
 
 // Server serves a catalog of plugin tools over MCP.
@@ -45,6 +57,11 @@ type Server struct {
 	logger    *slog.Logger
 	states    *stateSigner
 	httpReqs  httpRequests // the HTTP requests being served (httpreq.go)
+
+	limits limits // Options' transport limits, defaults filled in
+
+	gate     sync.Mutex // admitSession
+	starting int        // stateful sessions admitted and not yet live
 
 	mu      sync.Mutex
 	streams map[*liftConn]bool // open stream connections, for notifications
@@ -62,7 +79,7 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}, states: newStateSigner(),
-		resumable: opts.ResumableStreams}
+		resumable: opts.ResumableStreams, limits: limitsOf(opts)}
 	topts := opts.Tasks
 	topts.Logger = opts.Logger
 	topts.OnChange = s.taskChanged
@@ -187,9 +204,12 @@ func mcpTool(t *plugins.Tool) (*mcp.Tool, error) {
 }
 
 // ServeStdio serves one client over a stdio pair (the process's stdin and stdout) until
-// it disconnects or ctx ends.
+// it disconnects or ctx ends. Lines that are not messages are answered with an error
+// and skipped (stdioTransport); when in ends, the requests already read are answered
+// first.
 func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	return s.mcp.Run(ctx, &liftTransport{inner: &mcp.IOTransport{Reader: in, Writer: out}, srv: s})
+	t := &stdioTransport{in: in, out: out, maxBytes: s.limits.maxMessageBytes, logger: s.logger}
+	return s.mcp.Run(ctx, &liftTransport{inner: t, srv: s})
 }
 
 // Connect serves one client over a stream transport t (such as in-memory), as stdio is
@@ -246,15 +266,18 @@ func (s *Server) taskChanged(t tasks.Task) {
 func (s *Server) HTTPHandler() http.Handler {
 	logger := slog.New(minLevel{s.logger.Handler(), slog.LevelWarn})
 	get := func(*http.Request) *mcp.Server { return s.mcp }
-	hopts := &mcp.StreamableHTTPOptions{Logger: logger}
+	maxBody := int64(s.limits.maxMessageBytes)
+	hopts := &mcp.StreamableHTTPOptions{Logger: logger, MaxRequestBodyBytes: maxBody,
+		SessionTimeout: s.limits.sessionIdle}
 	if s.resumable {
 		hopts.EventStore = newEventStore()
 	}
 	stateful := mcp.NewStreamableHTTPHandler(get, hopts)
 	// Stateless requests have no session to resume: no event store.
-	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: logger, Stateless: true})
+	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: logger, Stateless: true,
+		MaxRequestBodyBytes: maxBody})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(s.sessionVersion(s.httpReqs.track(liftHTTP(stateful, stateless)))))
+	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(s.sessionVersion(s.httpReqs.track(s.liftHTTP(stateful, stateless)))))
 	return mux
 }
 

@@ -84,6 +84,9 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	if err != nil {
 		return err
 	}
+	if err := checkMessageLimit(cfg); err != nil {
+		return err
+	}
 	if *logLevel != "" {
 		cfg.Server.LogLevel = *logLevel
 	}
@@ -123,7 +126,11 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 	defer store.Close()
 	srv, err := host.New(catalog, host.Options{Name: cfg.Server.Name, Version: version(), Logger: logger,
-		ResumableStreams: cfg.Server.ResumableStreams,
+		ResumableStreams:   cfg.Server.ResumableStreams,
+		MaxMessageBytes:    cfg.Server.MaxMessageBytes,
+		BodyReadTimeout:    cfg.Server.BodyReadTimeout.Duration,
+		MaxSessions:        cfg.Server.MaxSessions,
+		SessionIdleTimeout: cfg.Server.SessionIdleTimeout.Duration,
 		Tasks: tasks.Options{
 			Store:          store,
 			DefaultTTL:     cfg.Tasks.DefaultTTL.Duration,
@@ -145,6 +152,23 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 	logger.Info("serving over stdio", "tools", len(catalog.Tools()))
 	return srv.ServeStdio(ctx, stdin, stdout)
+}
+
+// checkMessageLimit refuses a plugin whose max_input_bytes no client message could
+// carry: [server] max_message_bytes (0: the host's default) must be larger.
+func checkMessageLimit(cfg *config.Config) error {
+	limit := cfg.Server.MaxMessageBytes
+	if limit == 0 {
+		limit = host.DefaultMaxMessageBytes
+	}
+	var errs []error
+	for _, p := range cfg.Plugins {
+		if p.MaxInputBytes >= limit {
+			errs = append(errs, fmt.Errorf("plugin %q: max_input_bytes %d is not below [server] max_message_bytes %d: raise max_message_bytes",
+				p.Name, p.MaxInputBytes, limit))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // tuneGC applies [server] gc_percent and memory_limit_mib, unless the Go runtime's own
