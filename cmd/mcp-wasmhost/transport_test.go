@@ -226,7 +226,6 @@ func TestStdioPipedEOF(t *testing.T) {
 	}
 }
 
-
 // post sends one JSON-RPC body; it returns the status, the session header and the
 // JSON-RPC answer (from a JSON body or the first SSE data line).
 func post(t *testing.T, url, session, body string) (int, string, answer) {
