@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -149,12 +150,23 @@ func (m *Module) run(ctx context.Context, export string, input []byte, h Host, m
 // instantiate creates a fresh instance; ctx must carry st (withCallState).
 func (m *Module) instantiate(ctx context.Context, st *callState) (api.Module, error) {
 	m.instances.Add(1)
-	cfg := m.config.WithStdout(&st.stdout).WithStderr(&st.stderr).WithNanosleep(sleeper(ctx))
-	mod, err := m.runtime.InstantiateModule(ctx, m.compiled, cfg)
-	if err == nil {
-		m.live.Add(1)
+	mem, err := reserveMemory(m.memory)
+	if err != nil {
+		st.memoryErr = err
+		return nil, err
 	}
-	return mod, err
+	cfg := m.config.WithStdout(&st.stdout).WithStderr(&st.stderr).WithNanosleep(sleeper(ctx))
+	mod, err := m.runtime.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), m.compiled, cfg)
+	if err != nil {
+		if mod != nil {
+			_ = mod.Close(context.WithoutCancel(ctx))
+		}
+		mem.release()
+		return nil, err
+	}
+	st.memory = mem
+	m.live.Add(1)
+	return mod, nil
 }
 
 // sleeper is the guest's sleep (WASI poll_oneoff on a clock): real time, but it ends
@@ -172,8 +184,13 @@ func sleeper(ctx context.Context) sys.Nanosleep {
 }
 
 // close tears an instance down, also after its context ended.
+// Its linear memory goes back to the operating system at once.
 func (m *Module) close(ctx context.Context, mod api.Module) {
 	mod.Close(context.WithoutCancel(ctx))
+	if st, ok := ctx.Value(callStateKey{}).(*callState); ok && st.memory != nil {
+		st.memory.release()
+		st.memory = nil
+	}
 	m.live.Add(-1)
 }
 

@@ -125,6 +125,7 @@ type Module struct {
 	compiled wazero.CompiledModule
 	config   wazero.ModuleConfig
 	mounts   []*rootfs.FS // the granted directories, closed after the runtime
+	memory   uint64       // bytes an instance's linear memory may grow to: the limit less its tables
 
 	instances atomic.Int64 // created so far
 	live      atomic.Int64 // not yet closed
@@ -148,7 +149,11 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 		}
 	}()
 
-	compiled, err := rt.CompileModule(ctx, spec.Wasm)
+	wasm, tables, err := boundTables(spec.Wasm)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q is not a valid WebAssembly module: %w", spec.Name, err)
+	}
+	compiled, err := rt.CompileModule(ctx, wasm)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q is not a valid WebAssembly module: %w", spec.Name, err)
 	}
@@ -165,6 +170,11 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
 	}
 	if err := checkExports(compiled); err != nil {
+		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
+	}
+	limitBytes := uint64(limits.MemoryMiB) << 20
+	memMin := uint64(compiled.ExportedMemories()["memory"].Min()) << 16
+	if err := checkTables(tables, memMin, limitBytes); err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
 	}
 	for _, c := range []wazero.CompiledModule{wasi, host} {
@@ -184,6 +194,7 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 		compiled: compiled,
 		config:   config,
 		mounts:   mounts,
+		memory:   limitBytes - tablesBytes(tables),
 	}
 	if err := m.checkVersion(ctx); err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)

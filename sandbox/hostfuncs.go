@@ -56,6 +56,9 @@ type callState struct {
 
 	logs, progress, requests int
 	stdout, stderr           limitedBuffer
+
+	memory    *linearMemory // the instance's linear memory, released when it closes
+	memoryErr error         // why no linear memory could be reserved
 }
 
 func newCallState(input []byte, h Host, l Limits) *callState {
@@ -69,7 +72,7 @@ func withCallState(ctx context.Context, st *callState) context.Context {
 }
 
 func (st *callState) outOfMemory() bool {
-	return bytes.Contains(st.stderr.buf, []byte("out of memory"))
+	return st.memoryErr != nil || bytes.Contains(st.stderr.buf, []byte("out of memory"))
 }
 
 // stderrTail returns the end of the guest's stderr, formatted to follow a message.
