@@ -166,6 +166,7 @@ func (m *Module) instantiate(ctx context.Context, st *callState) (api.Module, er
 	}
 	st.memory = mem
 	m.live.Add(1)
+	m.releaser.begin()
 	return mod, nil
 }
 
@@ -192,6 +193,7 @@ func (m *Module) close(ctx context.Context, mod api.Module) {
 		st.memory = nil
 	}
 	m.live.Add(-1)
+	m.releaser.end()
 }
 
 // guestError turns an error from instantiating or calling a guest into a GuestError.
@@ -208,6 +210,10 @@ func (m *Module) guestError(ctx context.Context, st *callState, err error) error
 	case errors.As(err, &exit):
 		return &GuestError{Kind: KindExit, Err: err,
 			Message: fmt.Sprintf("plugin %q exited with code %d%s", m.name, exit.ExitCode(), st.stderrTail())}
+	case st.memoryErr != nil:
+		return &GuestError{Kind: KindOutOfMemory, Err: err, Message: fmt.Sprintf(
+			"plugin %q ran out of memory: no room for another instance of up to %d MiB (%v); too many calls at once",
+			m.name, m.limits.MemoryMiB, st.memoryErr)}
 	case st.outOfMemory():
 		return &GuestError{Kind: KindOutOfMemory, Err: err,
 			Message: fmt.Sprintf("plugin %q ran out of memory (limit %d MiB)", m.name, m.limits.MemoryMiB)}

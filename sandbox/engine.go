@@ -43,8 +43,9 @@ type Options struct {
 // Engine owns what plugins share: the compilation cache and the logger. It is safe for
 // concurrent use.
 type Engine struct {
-	cache  wazero.CompilationCache
-	logger *slog.Logger
+	cache    wazero.CompilationCache
+	logger   *slog.Logger
+	releaser *releaser
 }
 
 // NewEngine creates an engine. Close it to release the compilation cache.
@@ -61,13 +62,18 @@ func NewEngine(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		cache = c
 	}
-	return &Engine{cache: cache, logger: logger}, nil
+	return &Engine{cache: cache, logger: logger, releaser: newReleaser()}, nil
 }
 
 // Close releases the compilation cache. Close every Module first.
 func (e *Engine) Close(ctx context.Context) error {
+	e.releaser.close()
 	return e.cache.Close(ctx)
 }
+
+// Releases returns how many times the engine has given memory back to the operating
+// system after a burst of calls.
+func (e *Engine) Releases() int64 { return e.releaser.releases.Load() }
 
 // Limits bound one plugin's calls.
 type Limits struct {
@@ -126,6 +132,7 @@ type Module struct {
 	config   wazero.ModuleConfig
 	mounts   []*rootfs.FS // the granted directories, closed after the runtime
 	memory   uint64       // bytes an instance's linear memory may grow to: the limit less its tables
+	releaser *releaser    // the engine's
 
 	instances atomic.Int64 // created so far
 	live      atomic.Int64 // not yet closed
@@ -195,6 +202,7 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 		config:   config,
 		mounts:   mounts,
 		memory:   limitBytes - tablesBytes(tables),
+		releaser: e.releaser,
 	}
 	if err := m.checkVersion(ctx); err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)

@@ -72,7 +72,7 @@ func withCallState(ctx context.Context, st *callState) context.Context {
 }
 
 func (st *callState) outOfMemory() bool {
-	return st.memoryErr != nil || bytes.Contains(st.stderr.buf, []byte("out of memory"))
+	return bytes.Contains(st.stderr.buf, []byte("out of memory"))
 }
 
 // stderrTail returns the end of the guest's stderr, formatted to follow a message.
