@@ -1,10 +1,15 @@
 ;; A guest whose call grows its linear memory in 1 MiB steps (16 pages) until
-;; memory.grow fails, writing to every 4 KiB page it gains, and answers with the number
-;; of 64 KiB pages it ended with: {"content":[{"type":"text","text":"<pages>"}]}.
+;; memory.grow fails, writing to every 4 KiB page it gains, then asks for input (so that
+;; a caller can hold many such instances at once; the answer is ignored) and answers
+;; with the number of 64 KiB pages it ended with:
+;; {"content":[{"type":"text","text":"<pages>"}]}.
 (module
   (import "mcpwh" "output_write" (func $out (param i32 i32) (result i32)))
+  (import "mcpwh" "request" (func $request (param i32 i32 i32 i32) (result i32)))
   (memory (export "memory") 1)
   (data (i32.const 0) "{\22tools\22:[{\22name\22:\22grow\22,\22inputSchema\22:{\22type\22:\22object\22}}]}")
+  (data (i32.const 128) "elicit")
+  (data (i32.const 136) "{\22message\22:\22Go on?\22,\22requestedSchema\22:{\22type\22:\22object\22,\22properties\22:{}}}")
   (data (i32.const 256) "{\22content\22:[{\22type\22:\22text\22,\22text\22:\22")
   (func (export "mcpwh_abi_version") (result i32) (i32.const 1))
   (func (export "mcpwh_describe") (result i32)
@@ -22,6 +27,7 @@
           (local.set $a (i32.add (local.get $a) (i32.const 4096)))
           (br_if $touch (i32.lt_u (local.get $a) (local.get $end))))
         (br $grow)))
+    (drop (call $request (i32.const 128) (i32.const 6) (i32.const 136) (i32.const 72)))
     ;; The digits of memory.size, written backwards from offset 320 down.
     (local.set $n (memory.size))
     (local.set $p (i32.const 320))
