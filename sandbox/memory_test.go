@@ -3,7 +3,9 @@ package sandbox_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 )
@@ -50,4 +52,57 @@ func TestLinearMemoryLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// After a burst of calls the engine gives memory back to the operating system once,
+// when the last instance has closed.
+func TestReleaseAfterBurst(t *testing.T) {
+	ctx := context.Background()
+	e, err := sandbox.NewEngine(ctx, sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	m, err := e.Load(ctx, sandbox.Spec{Name: "grow", Wasm: wasm(t, "testdata/wasm/memgrow.wasm"), Limits: sandbox.Limits{MemoryMiB: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+	const calls = 16
+	h := &barrier{all: make(chan struct{})}
+	h.wg.Add(calls)
+	go func() { h.wg.Wait(); close(h.all) }()
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Go(func() {
+			if _, err := m.Call(ctx, call("grow", nil), h); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for deadline := time.Now().Add(time.Minute); e.Releases() == 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := e.Releases(); n != 1 {
+		t.Fatalf("Releases() = %d after the burst, want 1", n)
+	}
+}
+
+// barrier is a Host whose requests all wait until every call has asked: then all the
+// instances are live at once.
+type barrier struct {
+	wg  sync.WaitGroup
+	all chan struct{}
+}
+
+func (*barrier) Log(context.Context, sandbox.Level, string)         {}
+func (*barrier) Progress(context.Context, float64, float64, string) {}
+func (h *barrier) Request(ctx context.Context, _ string, _ []byte) ([]byte, error) {
+	h.wg.Done()
+	select {
+	case <-h.all:
+	case <-ctx.Done():
+	}
+	return nil, sandbox.ErrUnavailable
 }

@@ -24,22 +24,23 @@ const (
 )
 
 // releaser counts the engine's live instances and returns memory to the operating
-// system (debug.FreeOSMemory) after a burst. Its goroutine is joined by close.
+// system (debug.FreeOSMemory) after a burst. Its goroutine runs only from the end of a
+// burst to the release; close joins it.
 type releaser struct {
 	live atomic.Int64
 	peak atomic.Int64 // most instances live at once since the last release
-	wake chan struct{}
-	done chan struct{}
-	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	running bool      // the goroutine is waiting to release
+	closed  bool      // no goroutine starts any more
+	last    time.Time // of the last release
+	done    chan struct{}
+	wg      sync.WaitGroup
 
 	releases atomic.Int64 // how many releases ran, for tests and metrics
 }
 
-func newReleaser() *releaser {
-	r := &releaser{wake: make(chan struct{}, 1), done: make(chan struct{})}
-	r.wg.Go(r.loop)
-	return r
-}
+func newReleaser() *releaser { return &releaser{done: make(chan struct{})} }
 
 // begin counts an instance created.
 func (r *releaser) begin() {
@@ -48,43 +49,50 @@ func (r *releaser) begin() {
 	}
 }
 
-// end counts an instance closed; the last one of a burst wakes the releaser.
+// end counts an instance closed; the last one of a burst starts the releaser.
 func (r *releaser) end() {
-	if r.live.Add(-1) == 0 && r.peak.Load() >= burstInstances {
-		select {
-		case r.wake <- struct{}{}:
-		default:
-		}
+	if r.live.Add(-1) != 0 || r.peak.Load() < burstInstances {
+		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running || r.closed {
+		return
+	}
+	r.running = true
+	wait := max(releaseQuiet, time.Until(r.last.Add(releaseEvery)))
+	r.wg.Go(func() { r.release(wait) })
 }
 
-func (r *releaser) loop() {
-	var last time.Time
-	for {
-		select {
-		case <-r.done:
-			return
-		case <-r.wake:
+// release waits, then gives memory back unless another burst has begun meanwhile (its
+// end starts the releaser again).
+func (r *releaser) release(wait time.Duration) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-r.done:
+	case <-t.C:
+		if r.live.Load() == 0 {
+			r.peak.Store(0)
+			debug.FreeOSMemory()
+			r.releases.Add(1)
+			r.mu.Lock()
+			r.last = time.Now()
+			r.mu.Unlock()
 		}
-		wait := max(releaseQuiet, time.Until(last.Add(releaseEvery)))
-		t := time.NewTimer(wait)
-		select {
-		case <-r.done:
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		if r.live.Load() != 0 {
-			continue // another burst began: its end wakes the releaser again
-		}
-		r.peak.Store(0)
-		debug.FreeOSMemory()
-		last = time.Now()
-		r.releases.Add(1)
 	}
+	r.mu.Lock()
+	r.running = false
+	r.mu.Unlock()
 }
 
+// close stops a waiting release and joins it. It may be called more than once.
 func (r *releaser) close() {
-	close(r.done)
+	r.mu.Lock()
+	if !r.closed {
+		r.closed = true
+		close(r.done)
+	}
+	r.mu.Unlock()
 	r.wg.Wait()
 }
