@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,4 +121,74 @@ func procStatusKiB(t *testing.T, pid int, field string) int64 {
 	}
 	t.Fatalf("/proc/%d/status has no %s", pid, field)
 	return 0
+}
+
+// Calls beyond what a worker is sized for fail as out of memory, each on its own, and
+// the worker lives on: every instance reserves its whole memory_mib of address space
+// before it starts, so the reservation, not the Go runtime, is what runs out.
+func TestCallsBeyondThePlanFailAlone(t *testing.T) {
+	if worker.RaceEnabled {
+		t.Skip("under the race detector workers have no address-space limit")
+	}
+	ctx := context.Background()
+	s := supervisor(t, worker.Options{})
+	m, err := s.LoadSized(ctx, worker.Spec{Name: "test", Wasm: wasm(t, "testdata/wasm/asker.wasm"),
+		Limits: sandbox.Limits{MemoryMiB: 4096}}, 1)
+	if err != nil {
+		t.Fatalf("LoadSized(asker) = %v", err)
+	}
+	defer m.Close(ctx)
+	pid := m.PID()
+	const calls = 16
+	h := &holder{release: make(chan struct{})}
+	errs := make([]error, calls)
+	var finished atomic.Int64
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			_, errs[i] = m.Call(ctx, input("ask", nil), h)
+			finished.Add(1)
+		})
+	}
+	for deadline := time.Now().Add(2 * time.Minute); h.asked.Load()+finished.Load() < calls && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(h.release)
+	wg.Wait()
+	var ok, refused int
+	for i, err := range errs {
+		var ge *sandbox.GuestError
+		switch {
+		case err == nil:
+			ok++
+		case errors.As(err, &ge) && ge.Kind == sandbox.KindOutOfMemory && strings.Contains(err.Error(), "no room for another instance"):
+			refused++
+		default:
+			t.Errorf("Call %d = %v, want success or out of memory", i, err)
+		}
+	}
+	t.Logf("%d calls held their 4 GiB at once, %d refused; first refusal: %v", ok, refused, errs[slices.IndexFunc(errs, func(err error) bool { return err != nil })])
+	if ok == 0 || refused == 0 {
+		t.Errorf("%d calls succeeded and %d were refused, want some of each", ok, refused)
+	}
+	if m.PID() != pid {
+		t.Errorf("the worker was restarted")
+	}
+}
+
+// holder is a Host whose requests wait until release is closed.
+type holder struct {
+	asked   atomic.Int64
+	release chan struct{}
+}
+
+func (*holder) Log(context.Context, sandbox.Level, string)         {}
+func (*holder) Progress(context.Context, float64, float64, string) {}
+func (h *holder) Request(ctx context.Context, _ string, _ []byte) ([]byte, error) {
+	h.asked.Add(1)
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+	}
+	return []byte(`{"action":"accept","content":{}}`), nil
 }
