@@ -66,6 +66,12 @@ func TestMemoryReturnsAfterBurst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a burst of 120 Go guests")
 	}
+	if worker.RaceEnabled {
+		// The race detector's shadow of every heap page once used stays resident: a
+		// race-enabled worker held 757 MiB after the burst (117 MiB before), whatever
+		// the heap gave back.
+		t.Skip("under the race detector resident memory is not given back")
+	}
 	ctx := context.Background()
 	// A generous time limit: 120 Go guests at once on a loaded machine of 2 cores.
 	m := load(t, "testdata/wasm/memhog.wasm", sandbox.Limits{Timeout: 5 * time.Minute})
