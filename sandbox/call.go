@@ -150,7 +150,7 @@ func (m *Module) run(ctx context.Context, export string, input []byte, h Host, m
 // instantiate creates a fresh instance; ctx must carry st (withCallState).
 func (m *Module) instantiate(ctx context.Context, st *callState) (api.Module, error) {
 	m.instances.Add(1)
-	mem, err := reserveMemory(m.memory)
+	mem, err := m.pool.get(m.memory)
 	if err != nil {
 		st.memoryErr = err
 		return nil, err
@@ -161,7 +161,7 @@ func (m *Module) instantiate(ctx context.Context, st *callState) (api.Module, er
 		if mod != nil {
 			_ = mod.Close(context.WithoutCancel(ctx))
 		}
-		mem.release()
+		m.pool.put(mem)
 		return nil, err
 	}
 	st.memory = mem
@@ -185,11 +185,12 @@ func sleeper(ctx context.Context) sys.Nanosleep {
 }
 
 // close tears an instance down, also after its context ended.
-// Its linear memory goes back to the operating system at once.
+// Its linear memory goes back to the engine's pool, beyond warmBytes to the operating
+// system at once.
 func (m *Module) close(ctx context.Context, mod api.Module) {
 	mod.Close(context.WithoutCancel(ctx))
 	if st, ok := ctx.Value(callStateKey{}).(*callState); ok && st.memory != nil {
-		st.memory.release()
+		m.pool.put(st.memory)
 		st.memory = nil
 	}
 	m.live.Add(-1)

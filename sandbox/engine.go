@@ -46,6 +46,7 @@ type Engine struct {
 	cache    wazero.CompilationCache
 	logger   *slog.Logger
 	releaser *releaser
+	pool     *memoryPool
 }
 
 // NewEngine creates an engine. Close it to release the compilation cache.
@@ -62,12 +63,14 @@ func NewEngine(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		cache = c
 	}
-	return &Engine{cache: cache, logger: logger, releaser: newReleaser()}, nil
+	pool := &memoryPool{}
+	return &Engine{cache: cache, logger: logger, releaser: newReleaser(pool), pool: pool}, nil
 }
 
 // Close releases the compilation cache. Close every Module first.
 func (e *Engine) Close(ctx context.Context) error {
 	e.releaser.close()
+	e.pool.drain()
 	return e.cache.Close(ctx)
 }
 
@@ -133,6 +136,7 @@ type Module struct {
 	mounts   []*rootfs.FS // the granted directories, closed after the runtime
 	memory   uint64       // bytes an instance's linear memory may grow to: the limit less its tables
 	releaser *releaser    // the engine's
+	pool     *memoryPool  // the engine's
 
 	instances atomic.Int64 // created so far
 	live      atomic.Int64 // not yet closed
@@ -203,6 +207,7 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 		mounts:   mounts,
 		memory:   limitBytes - tablesBytes(tables),
 		releaser: e.releaser,
+		pool:     e.pool,
 	}
 	if err := m.checkVersion(ctx); err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)

@@ -2,6 +2,8 @@
 
 package sandbox
 
+import "errors"
+
 // Without mmap the reservation is a Go allocation of the whole limit: the runtime takes
 // large allocations from the operating system untouched, so it costs little until used.
 
@@ -12,3 +14,5 @@ func reserve(size uint64) ([]byte, error) { return make([]byte, size), nil }
 func commit([]byte) error { return nil }
 
 func unreserve([]byte) error { return nil }
+
+func discard([]byte) error { return errors.ErrUnsupported }

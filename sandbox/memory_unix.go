@@ -3,7 +3,9 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
+	"runtime"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,3 +23,12 @@ func reserve(size uint64) ([]byte, error) {
 func commit(b []byte) error { return unix.Mprotect(b, unix.PROT_READ|unix.PROT_WRITE) }
 
 func unreserve(b []byte) error { return unix.Munmap(b) }
+
+// discard gives b's pages back to the operating system; they read as zero afterwards.
+// Only Linux promises the zeros (MADV_DONTNEED on private anonymous memory).
+func discard(b []byte) error {
+	if runtime.GOOS != "linux" {
+		return errors.ErrUnsupported
+	}
+	return unix.Madvise(b, unix.MADV_DONTNEED)
+}

@@ -24,9 +24,10 @@ const (
 )
 
 // releaser counts the engine's live instances and returns memory to the operating
-// system (debug.FreeOSMemory) after a burst. Its goroutine runs only from the end of a
+// system after a burst: the idle linear memories, then the Go heap (debug.FreeOSMemory). Its goroutine runs only from the end of a
 // burst to the release; close joins it.
 type releaser struct {
+	pool *memoryPool // drained at each release
 	live atomic.Int64
 	peak atomic.Int64 // most instances live at once since the last release
 
@@ -40,7 +41,9 @@ type releaser struct {
 	releases atomic.Int64 // how many releases ran, for tests and metrics
 }
 
-func newReleaser() *releaser { return &releaser{done: make(chan struct{})} }
+func newReleaser(pool *memoryPool) *releaser {
+	return &releaser{pool: pool, done: make(chan struct{})}
+}
 
 // begin counts an instance created.
 func (r *releaser) begin() {
@@ -74,6 +77,7 @@ func (r *releaser) release(wait time.Duration) {
 	case <-t.C:
 		if r.live.Load() == 0 {
 			r.peak.Store(0)
+			r.pool.drain()
 			debug.FreeOSMemory()
 			r.releases.Add(1)
 			r.mu.Lock()
