@@ -80,7 +80,7 @@ func (e *Engine) Releases() int64 { return e.releaser.releases.Load() }
 
 // Limits bound one plugin's calls.
 type Limits struct {
-	MemoryMiB      int           // linear memory ceiling; 0 means 64
+	MemoryMiB      int           // memory ceiling of one instance, linear memory and tables; 0 means 64
 	Timeout        time.Duration // wall-clock time of one call; 0 means 30s
 	MaxInputBytes  int           // the call input document; 0 means 1 MiB
 	MaxOutputBytes int           // the output document; 0 means 1 MiB
@@ -184,9 +184,13 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
 	}
 	limitBytes := uint64(limits.MemoryMiB) << 20
-	memMin := uint64(compiled.ExportedMemories()["memory"].Min()) << 16
-	if err := checkTables(tables, memMin, limitBytes); err != nil {
+	mem := compiled.ExportedMemories()["memory"]
+	if err := checkTables(tables, uint64(mem.Min())<<16, limitBytes); err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
+	}
+	memory := limitBytes - tablesBytes(tables)
+	if max, ok := mem.Max(); ok {
+		memory = min(memory, uint64(max)<<16) // reserve no more than the guest may use
 	}
 	for _, c := range []wazero.CompiledModule{wasi, host} {
 		if _, err := rt.InstantiateModule(ctx, c, wazero.NewModuleConfig()); err != nil {
@@ -205,7 +209,7 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 		compiled: compiled,
 		config:   config,
 		mounts:   mounts,
-		memory:   limitBytes - tablesBytes(tables),
+		memory:   memory,
 		releaser: e.releaser,
 		pool:     e.pool,
 	}

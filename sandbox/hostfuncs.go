@@ -57,7 +57,7 @@ type callState struct {
 	logs, progress, requests int
 	stdout, stderr           limitedBuffer
 
-	memory    *linearMemory // the instance's linear memory, released when it closes
+	memory    *linearMemory // the instance's linear memory, back to the pool when it closes
 	memoryErr error         // why no linear memory could be reserved
 }
 
