@@ -485,26 +485,9 @@ func TestWorkerInheritsNoDescriptors(t *testing.T) {
 	if fds := testenv.Descriptors(cmd.Process.Pid); fds[7] != marker.Name() {
 		t.Fatalf("server fd 7 = %q, want the marker %s (the test must hand it over)", fds[7], marker.Name())
 	}
-	// A plugin's pool may still be starting a worker (between fork and exec, or before
-	// the worker's Main has closed what it inherited): wait until every worker is past
-	// that. A descriptor the worker keeps is reported after the wait.
-	var held []string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		workers := testenv.Children(cmd.Process.Pid)
-		if len(workers) == 0 {
-			t.Fatal("the server has no worker process")
-		}
-		held = held[:0]
-		for _, pid := range workers {
-			for fd, target := range testenv.Descriptors(pid) {
-				if fd > 2 && !strings.HasPrefix(target, "anon_inode:") && !strings.HasPrefix(target, "/sys/fs/cgroup/") {
-					held = append(held, fmt.Sprintf("worker %d holds fd %d -> %s", pid, fd, target))
-				}
-			}
-		}
-		if len(held) == 0 || time.Now().After(deadline) {
-			break
-		}
+	held, workers := testenv.StrayDescriptors(cmd.Process.Pid, func(string) bool { return false })
+	if workers == 0 {
+		t.Fatal("the server has no worker process")
 	}
 	for _, h := range held {
 		t.Errorf("%s; want nothing the server inherited", h)
