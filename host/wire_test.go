@@ -24,11 +24,12 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts under te
 // what the server sends, byte for byte after normalising what is random.
 //
 // A transcript's comment says what it shows; its "client" file is what the client
-// sends, one JSON value after another. A JSON-RPC request is sent and awaited (until
-// its response, or a request from the server, arrives); a JSON-RPC response answers
-// the server's request with that id once it has arrived; a notification is sent. The
-// one value that is not JSON-RPC, {"wait":{"taskId":…,"status":…}}, waits (off the
-// wire) until the task has that status.
+// sends, one JSON value after another. A JSON-RPC request is sent and its response
+// awaited; one written {"send": request} is sent and not awaited (its answer waits on
+// the client's, as a call that asks for input on a session does). A JSON-RPC response
+// answers the server's request with that id once it has arrived; a notification is
+// sent. {"wait":{"taskId":…,"status":…}} waits (off the wire) until the task has that
+// status.
 //
 // The wires 2025 and ext2025 are served over stdio (a session), ext and none over the
 // stateless Streamable HTTP handler (MCP 2026-07-28), one POST per request. The files
@@ -114,6 +115,7 @@ func runTranscript(t *testing.T, wire, path string) {
 type step struct {
 	raw    json.RawMessage
 	msg    rpcMessage
+	noWait bool // a request sent with "send": not awaited (it waits on the client)
 	wait   *waitStep
 	kind   string // "request", "response", "notification", "wait"
 	idText string // the JSON-RPC id as sent
@@ -144,7 +146,8 @@ func decodeSteps(data string) ([]step, error) {
 		}
 		s := step{raw: raw}
 		var probe struct {
-			Wait *waitStep `json:"wait"`
+			Wait *waitStep       `json:"wait"`
+			Send json.RawMessage `json:"send"`
 		}
 		if err := json.Unmarshal(raw, &probe); err != nil {
 			return nil, err
@@ -153,6 +156,10 @@ func decodeSteps(data string) ([]step, error) {
 			s.kind, s.wait = "wait", probe.Wait
 			steps = append(steps, s)
 			continue
+		}
+		if probe.Send != nil {
+			s.raw, s.noWait = probe.Send, true
+			raw = probe.Send
 		}
 		if err := json.Unmarshal(raw, &s.msg); err != nil {
 			return nil, err
@@ -234,14 +241,6 @@ func runStdio(t *testing.T, f *fixture, n *normaliser, steps []step) map[string]
 			}
 		}
 	}
-	unanswered := func() bool {
-		for _, answered := range serverReqs {
-			if !answered {
-				return true
-			}
-		}
-		return false
-	}
 	send := func(raw []byte) {
 		t.Helper()
 		if _, err := inW.Write(append(compact(n.fill(raw)), '\n')); err != nil {
@@ -254,7 +253,9 @@ func runStdio(t *testing.T, f *fixture, n *normaliser, steps []step) map[string]
 		case "request":
 			send(s.raw)
 			order = append(order, s.idText)
-			waitFor("response to "+s.idText, func() bool { return responses[s.idText] != nil || unanswered() })
+			if !s.noWait {
+				waitFor("response to "+s.idText, func() bool { return responses[s.idText] != nil })
+			}
 		case "response":
 			waitFor("server request "+s.idText, func() bool { _, ok := serverReqs[s.idText]; return ok })
 			send(s.raw)
