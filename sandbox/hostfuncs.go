@@ -56,6 +56,9 @@ type callState struct {
 
 	logs, progress, requests int
 	stdout, stderr           limitedBuffer
+
+	memory    *linearMemory // the instance's linear memory, back to the pool when it closes
+	memoryErr error         // why no linear memory could be reserved
 }
 
 func newCallState(input []byte, h Host, l Limits) *callState {

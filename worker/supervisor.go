@@ -144,15 +144,17 @@ type Module struct {
 
 // Load starts a worker for the plugin and waits until it has compiled the module and
 // checked its ABI version. Errors say what the worker reported.
+// Each worker is sized (open files, memory) for spec.MaxConcurrent calls at once.
 func (s *Supervisor) Load(ctx context.Context, spec Spec) (*Module, error) {
 	limits := spec.Limits.WithDefaults()
 	files := openFiles(spec.MaxConcurrent, len(spec.Grants.Dirs))
+	mem := planMemory(limits, spec.MaxConcurrent)
 	doc, err := json.Marshal(initDoc{
 		Name: spec.Name, Limits: limits, Env: spec.Grants.Env, Dirs: spec.Grants.Dirs,
-		CacheDir: s.opts.CacheDir, GCPercent: s.opts.GCPercent,
+		CacheDir: s.opts.CacheDir, GCPercent: s.opts.GCPercent, HeapLimitMiB: mem.HeapMiB,
 		Harden: hardening{
 			OpenFiles:       files,
-			AddressSpaceMiB: addressSpaceMiB(limits),
+			AddressSpaceMiB: mem.AddressSpaceMiB,
 			Seccomp:         !s.opts.NoSeccomp,
 		},
 	})
@@ -425,6 +427,9 @@ func (m *Module) stuck(ctx, parent context.Context, p *process) error {
 
 // lost reports a call whose worker stopped under it.
 func (m *Module) lost(p *process) error {
+	if line, ok := p.ranOutOfMemory(); ok {
+		return m.lostToMemory(line)
+	}
 	return &sandbox.GuestError{Kind: sandbox.KindAborted, Message: fmt.Sprintf(
 		"plugin %q: the worker process running this call stopped (%s); the call did not finish and may be retried",
 		m.name, p.reason())}
@@ -500,6 +505,7 @@ type process struct {
 	calls  map[uint64]*call
 	nextID uint64
 	why    string // why the process stopped, first reason wins
+	crash  crashOutput
 }
 
 // call is the supervisor's side of one call: frames queue here for its goroutine.
@@ -652,7 +658,7 @@ func (p *process) forwardLogs(r io.Reader) {
 		line := sc.Bytes()
 		var rec map[string]any
 		if json.Unmarshal(line, &rec) != nil {
-			p.logger.Warn("worker output", "text", strings.ToValidUTF8(string(line), "\uFFFD"))
+			p.workerOutput(strings.ToValidUTF8(string(line), "\uFFFD"))
 			continue
 		}
 		var level slog.Level
@@ -669,6 +675,7 @@ func (p *process) forwardLogs(r io.Reader) {
 		p.logger.LogAttrs(context.Background(), level, msg, attrs...)
 	}
 	_, _ = io.Copy(io.Discard, r) // a line too long: drain so the worker never blocks
+	p.logCrash()
 }
 
 // kill stops the process at once. The first reason given is kept.
@@ -713,13 +720,4 @@ func (p *process) reason() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.why
-}
-
-// addressSpaceMiB is the worker's virtual memory cap: room for the Go runtime, the
-// compiled module and many instances at the plugin's memory limit.
-func addressSpaceMiB(l sandbox.Limits) uint64 {
-	if raceEnabled {
-		return 0 // the race detector reserves terabytes of address space
-	}
-	return 16<<10 + 8*uint64(l.MemoryMiB)
 }
