@@ -9,12 +9,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/host"
+	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts under testdata/wire")
@@ -72,7 +76,7 @@ func runTranscript(t *testing.T, wire, path string) {
 	if err != nil {
 		t.Fatalf("%s: client: %v", path, err)
 	}
-	f := newFixture(t)
+	f := wireFixture(t)
 	n := newNormaliser()
 	var got map[string][]json.RawMessage
 	switch wire {
@@ -109,6 +113,32 @@ func runTranscript(t *testing.T, wire, path string) {
 	if !bytes.Equal(raw, want) {
 		t.Errorf("%s differs from what the server sent; rerun with -update and review the diff:\n%s", path, lineDiff(string(raw), string(want)))
 	}
+}
+
+// wireFixture serves the conformance fixture's plugin (taskfix) alone, so that what
+// the transcripts show (initialize, tools/list) moves with the wires, not with the
+// other test plugins.
+func wireFixture(t *testing.T) *fixture {
+	t.Helper()
+	shared, _, _ := sharedCatalog(t)
+	var kept []*plugins.Plugin
+	for _, p := range shared.Plugins() {
+		if p.Name == "taskfix" {
+			kept = append(kept, p)
+		}
+	}
+	c, err := plugins.NewCatalog(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := host.New(c, host.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	hs := httptest.NewServer(srv.HTTPHandler())
+	t.Cleanup(hs.Close)
+	return &fixture{srv: srv, url: hs.URL + "/mcp", catalog: c}
 }
 
 // step is one value of a client file.
