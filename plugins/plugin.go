@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"unicode/utf8"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/egress"
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 	"github.com/mcp-wasmhost/mcp-wasmhost/worker"
 )
@@ -42,6 +43,9 @@ type Spec struct {
 	// Admission bounds the plugin's concurrent and queued calls; the zero value means
 	// the defaults (see [Admission]).
 	Admission Admission
+	// Net makes the guest's "http" requests under the plugin's network policy. Nil
+	// means the plugin reaches no network.
+	Net *egress.Client
 }
 
 // Runner runs a plugin's guest code, each call in a fresh instance: in this process
@@ -73,6 +77,8 @@ type Plugin struct {
 	Templates   []*ResourceTemplate
 	Prompts     []*Prompt
 	Completions bool // the guest completes its prompts' and templates' arguments
+	// Net makes the guest's "http" requests; nil means no network.
+	Net *egress.Client
 }
 
 // qualify returns the name clients see for a tool or prompt the guest calls name.
@@ -144,7 +150,7 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 	if err != nil {
 		return nil, fmt.Errorf("describe plugin %q: %w", s.Name, err)
 	}
-	p := &Plugin{Name: s.Name, Prefix: s.Prefix, Module: m, Isolated: s.Workers != nil}
+	p := &Plugin{Name: s.Name, Prefix: s.Prefix, Module: m, Isolated: s.Workers != nil, Net: s.Net}
 	switch {
 	case s.Unprefixed:
 		p.Prefix = ""
