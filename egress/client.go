@@ -415,11 +415,12 @@ func (c *Client) transport(r *rule) *http.Transport {
 		var refused error
 		var lastErr error
 		for _, ip := range ips {
+			ip = ip.Unmap() // a looked-up IPv4 address, in whichever form the resolver gave it
 			if err := r.checkAddr(host+" ("+ip.String()+")", ip); err != nil {
 				refused = err
 				continue
 			}
-			conn, err := d.DialContext(ctx, network, netip.AddrPortFrom(ip.Unmap(), uint16(pn)).String())
+			conn, err := d.DialContext(ctx, network, netip.AddrPortFrom(ip, uint16(pn)).String())
 			if err == nil {
 				return conn, nil
 			}
