@@ -1,12 +1,12 @@
-// Package nethttp lets a Go guest use net/http: its [Transport] sends each request
-// through the host's "http" request (guest.Call.Fetch), the only way a guest reaches
-// the network, and only where the operator allowed it.
+// Package nethttp lets a Go guest reach the network, where the operator allowed it:
+// [Fetch] makes one request through the host's "http" request (docs/ABI.md), the
+// guest's only way out, and [Transport] puts it under net/http.
 //
 //	client := &http.Client{Transport: nethttp.Transport(c)}
 //	resp, err := client.Get("https://api.example.com/v1/items")
 //
-// It is a package of its own so that guests which make no requests do not link
-// net/http. The host follows redirects itself (re-checking each hop), so the client
+// It is a package of its own, apart from sdk-guest, so that guests which make no
+// requests neither link net/http nor change. The host follows redirects itself (re-checking each hop), so the client
 // sees the final response.
 package nethttp
 
@@ -27,10 +27,12 @@ import (
 const MaxRequestBody = 48 << 10
 
 // Transport returns an http.RoundTripper that makes requests through the host for
-// the call c.
+// the call c, the one running in this instance: use it only while c runs.
 func Transport(c *guest.Call) http.RoundTripper { return transport{c} }
 
-type transport struct{ c *guest.Call }
+type transport struct {
+	c *guest.Call // the requests' call; the host knows it from the instance
+}
 
 var _ http.RoundTripper = transport{}
 
@@ -41,7 +43,7 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := req.Context().Err(); err != nil {
 		return nil, err
 	}
-	fr := guest.FetchRequest{Method: req.Method, URL: req.URL.String(), Headers: map[string]string{}}
+	fr := FetchRequest{Method: req.Method, URL: req.URL.String(), Headers: map[string]string{}}
 	for k, v := range req.Header {
 		fr.Headers[k] = strings.Join(v, ", ")
 	}
@@ -55,7 +57,7 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		fr.Body = b
 	}
-	res, err := t.c.Fetch(fr)
+	res, err := Fetch(fr)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ type request struct {
 
 type fetchArgs struct {
 	Requests []request `json:"requests"`
-	// NetHTTP sends them with net/http over nethttp.Transport instead of Call.Fetch.
+	// NetHTTP sends them with net/http over nethttp.Transport instead of nethttp.Fetch.
 	NetHTTP bool `json:"nethttp,omitempty"`
 }
 
@@ -45,7 +45,7 @@ func init() {
 					out[i] = viaNetHTTP(client, r)
 					continue
 				}
-				res, err := c.Fetch(guest.FetchRequest{Method: r.Method, URL: r.URL, Headers: r.Headers, Body: []byte(r.Body)})
+				res, err := nethttp.Fetch(nethttp.FetchRequest{Method: r.Method, URL: r.URL, Headers: r.Headers, Body: []byte(r.Body)})
 				if err != nil {
 					out[i].Error = err.Error()
 					continue
