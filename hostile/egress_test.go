@@ -98,7 +98,8 @@ func (s *netServers) port(srv *httptest.Server) string {
 }
 
 // netServer starts the binary with the fetcher guest twice, in a worker ("net") and
-// trusted in process ("netin"), both granted the test's origins.
+// trusted in process ("netin"), and the C guest cfetch ("cnet"), all granted the
+// test's origins.
 func netServer(t *testing.T, s *netServers) (*mcptest.Client, *testenv.SyncBuffer) {
 	t.Helper()
 	wasm := testenv.Path("testdata/wasm/fetcher.wasm")
@@ -129,8 +130,15 @@ ca_file = %q
 `, netTimeout, s.port(s.api), s.port(s.other), s.port(s.api), s.port(s.tls), s.ca)
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "[server]\ncache_dir = %q\n\n[tasks]\nstore = \"memory\"\n\n", testenv.CacheDir())
-	for _, p := range []struct{ name, extra string }{{"net", ""}, {"netin", "trusted = true\n"}} {
-		fmt.Fprintf(&cfg, "[[plugins]]\nname = %q\npath = %q\nsha256 = %q\ntimeout = \"20s\"\n%s\n%s\n", p.name, wasm, digest(b), p.extra, grants)
+	cwasm := testenv.Path("testdata/wasm/cfetch.wasm")
+	cb, err := os.ReadFile(cwasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct{ name, wasm, sha, extra string }{
+		{"net", wasm, digest(b), ""}, {"netin", wasm, digest(b), "trusted = true\n"}, {"cnet", cwasm, digest(cb), ""},
+	} {
+		fmt.Fprintf(&cfg, "[[plugins]]\nname = %q\npath = %q\nsha256 = %q\ntimeout = \"20s\"\n%s\n%s\n", p.name, p.wasm, p.sha, p.extra, grants)
 	}
 	path := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(path, []byte(cfg.String()), 0o644); err != nil {
@@ -238,6 +246,22 @@ func TestEgress(t *testing.T) {
 			})
 		}
 	}
+	// The C SDK's mcpwh_http.
+	for _, tc := range []struct{ name, url, body, want string }{
+		{"allowed", api + "/hello", "hi", "200 hello POST hi"},
+		{"refused", "http://10.0.0.5/", "", "error: plugin cnet: http://10.0.0.5 refused: private address (10.0.0.0/8)"},
+		{"redirect to metadata", api + "/to-metadata", "", "refused: cloud metadata address"},
+	} {
+		t.Run("cnet/"+tc.name, func(t *testing.T) {
+			raw, err := c.Call(context.Background(), "tools/call", map[string]any{"name": "cnet_fetch",
+				"arguments": map[string]any{"url": tc.url, "method": "POST", "body": tc.body}})
+			seen.Write(raw)
+			if err != nil || !strings.Contains(string(raw), tc.want) {
+				t.Fatalf("cnet_fetch(%s) = %s, %v, want %q", tc.url, raw, err, tc.want)
+			}
+		})
+	}
+
 	s.mu.Lock()
 	if !strings.Contains(strings.Join(s.apiSaw, ","), "Bearer "+netSecret) {
 		t.Errorf("the api origin never got the injected header: %q", s.apiSaw)
