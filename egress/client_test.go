@@ -333,3 +333,55 @@ func FuzzDecodeRequest(f *testing.F) {
 		_, _ = parseTarget(r.URL)
 	})
 }
+
+// TestLimits: the plugin's concurrent requests and the request body are bounded.
+func TestLimits(t *testing.T) {
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	c, err := New("p", Policy{Rules: []Rule{{Origins: []string{srv.URL}, AllowAddresses: []string{"127.0.0.1"}}},
+		Limits: Limits{MaxConcurrent: 2, MaxRequestBytes: 4}}, &Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	_, err = c.Do(context.Background(), Call{Seq: 1}, params(t, Request{Method: "POST", URL: srv.URL, Body: base64.StdEncoding.EncodeToString([]byte("12345"))}))
+	if err == nil || !strings.Contains(err.Error(), "the request body of 5 bytes exceeds 4") {
+		t.Fatalf("Do(5-byte body) = %v, want refused over max_request_bytes", err)
+	}
+
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			if _, err := c.Do(context.Background(), Call{Seq: 1}, params(t, Request{URL: srv.URL})); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := most
+		mu.Unlock()
+		if n >= 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // a third request, were it let through, arrives now
+	close(release)
+	wg.Wait()
+	if most != 2 {
+		t.Fatalf("at most %d requests were in flight, want 2 (MaxConcurrent)", most)
+	}
+}
