@@ -163,8 +163,11 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 	return p, nil
 }
 
-// Close unloads the plugin.
+// Close unloads the plugin and drops its idle network connections.
 func (p *Plugin) Close(ctx context.Context) error {
+	if p.Net != nil {
+		p.Net.Close()
+	}
 	return p.Module.Close(ctx)
 }
 
