@@ -1,0 +1,257 @@
+package sqlstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
+)
+
+// Lease is how long an instance counts as alive after it last renewed its lease; it
+// renews every RenewEvery. A server that stops without closing the store (a crash, a
+// SIGKILL, a lost machine) is seen as gone when its lease runs out, and the next
+// check of any other instance (every RenewEvery) fails its unfinished tasks with
+// LostMessage: within Lease+RenewEvery (20 s) of its last renewal. A server on the
+// same machine is seen as gone sooner: the lock it held on its instance file is
+// released by the kernel when it dies, which the next check (or start) finds.
+const (
+	Lease      = 15 * time.Second
+	RenewEvery = 5 * time.Second
+)
+
+// busyTimeout is how long a statement waits for another process's write transaction.
+const busyTimeout = 10 * time.Second
+
+// LostMessage is the status message of a task whose server stopped while it ran.
+const LostMessage = "the server running this task stopped (the server restarted, crashed or was killed) while it ran; its work was lost (run it again)"
+
+// Store is a tasks.Shared store in an SQL database: SQLite, one file that several
+// local server processes use at once. Each Store is one instance of it.
+type Store struct {
+	db      *sql.DB
+	d       dialect
+	path    string
+	id      string   // this instance
+	lock    *os.File // held (flock) while this instance lives
+	lockDir string
+	logger  *slog.Logger
+
+	wmu sync.Mutex // one write transaction at a time in this process
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+var _ tasks.Shared = (*Store)(nil)
+
+// Options configures Open. The zero value is valid.
+type Options struct {
+	Logger *slog.Logger // nil discards
+}
+
+// Open opens (creating if needed) the SQLite store at path, brings its schema up to
+// date, registers this process as an instance, and fails the unfinished tasks of
+// instances that are gone. A file that is not a task store, is damaged or unreadable,
+// or was written by a newer version is an error naming the file; nothing is reset.
+// Close it.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("task store %s: %w", path, err)
+	}
+	if err := precheck(path); err != nil {
+		return nil, err
+	}
+	d := sqlite
+	db, err := sql.Open(d.driver, d.dsn(path))
+	if err != nil {
+		return nil, fmt.Errorf("task store %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
+	s := &Store{db: db, d: d, path: path, logger: opts.Logger, lockDir: path + "-instances",
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.register(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.recover(ctx); err != nil {
+		s.unregister(ctx)
+		db.Close()
+		return nil, err
+	}
+	go s.renew()
+	return s, nil
+}
+
+// sqliteHeader begins every SQLite database file.
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// precheck refuses an existing file that is not an SQLite database before SQLite
+// opens it (and, in WAL mode, adds files beside it).
+func precheck(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("task store %s: %w", path, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("task store %s: %w", path, err)
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("task store %s is not a regular file (%s)", path, info.Mode().Type())
+	}
+	if info.Size() == 0 {
+		return nil // created and not yet written: SQLite makes it a database
+	}
+	head := make([]byte, len(sqliteHeader))
+	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteHeader) {
+		return corruptError(path, errors.New("no SQLite header"))
+	}
+	return nil
+}
+
+func corruptError(path string, err error) error {
+	return fmt.Errorf("task store %s is corrupt or not a task store (%v); move it away to start with an empty store", path, err)
+}
+
+// storeError names the file in an error of the database; a damaged file says so.
+func (s *Store) storeError(what string, err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "not a database") || strings.Contains(msg, "malformed") || strings.Contains(msg, "corrupt") {
+		return corruptError(s.path, err)
+	}
+	return fmt.Errorf("task store %s: %s: %w", s.path, what, err)
+}
+
+// migrate brings the schema to the newest version this program knows, one version per
+// step, in one transaction; a store of a newer version is refused.
+func (s *Store) migrate(ctx context.Context) error {
+	return s.write(ctx, "migrate", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+			return err
+		}
+		var v sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&v); err != nil {
+			return err
+		}
+		have, known := int(v.Int64), len(s.d.migrations)
+		if have > known {
+			return fmt.Errorf("%w: schema version %d, and this mcp-wasmhost knows up to %d; run a newer mcp-wasmhost, or use another data_dir", errNewer, have, known)
+		}
+		for i := have; i < known; i++ {
+			if _, err := tx.ExecContext(ctx, s.d.migrations[i]); err != nil {
+				return fmt.Errorf("migrate to schema version %d: %w", i+1, err)
+			}
+		}
+		if have < known {
+			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM schema_version`)); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO schema_version (version) VALUES (?)`), known); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+var errNewer = errors.New("written by a newer mcp-wasmhost")
+
+// q is query in the dialect's placeholder form.
+func (s *Store) q(query string) string { return s.d.bind(query) }
+
+// write runs f in a write transaction, one at a time in this process (other
+// processes wait up to busyTimeout).
+func (s *Store) write(ctx context.Context, what string, f func(tx *sql.Tx) error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.storeError(what, err)
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback()
+		if errors.Is(err, tasks.ErrNotFound) || errors.Is(err, tasks.ErrBadCursor) || errors.Is(err, errNewer) {
+			if errors.Is(err, errNewer) {
+				return fmt.Errorf("task store %s was %w", s.path, err)
+			}
+			return err
+		}
+		var keep *keepError
+		if errors.As(err, &keep) {
+			return keep.err
+		}
+		return s.storeError(what, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.storeError(what, err)
+	}
+	return nil
+}
+
+// keepError carries an error of the caller's function through write unchanged.
+type keepError struct{ err error }
+
+func (e *keepError) Error() string { return e.err.Error() }
+
+// Path returns the store's file.
+func (s *Store) Path() string { return s.path }
+
+// Instance is this process's instance ID.
+func (s *Store) Instance() string { return s.id }
+
+// Close ends this instance (its lease and signals go with it) and closes the
+// database. Tasks still unfinished with this instance as their runner are failed by
+// the next check of any instance.
+func (s *Store) Close() error {
+	close(s.stop)
+	<-s.done
+	s.unregister(context.Background())
+	return s.db.Close()
+}
+
+func newInstanceID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// nanos is t as stored: Unix nanoseconds, 0 for the zero time.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
