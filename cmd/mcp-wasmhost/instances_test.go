@@ -1,0 +1,117 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks/sqlstore"
+)
+
+// extTask is a task as tasks/get answers it on the Tasks extension's wire.
+type extTask struct {
+	ResultType    string                     `json:"resultType"`
+	TaskID        string                     `json:"taskId"`
+	Status        string                     `json:"status"`
+	StatusMessage string                     `json:"statusMessage"`
+	InputRequests map[string]json.RawMessage `json:"inputRequests"`
+	Error         *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// pollExt polls tasks/get on c until cond holds, for at most limit.
+func pollExt(t *testing.T, c *mcptest.Client, id string, limit time.Duration, cond func(extTask) bool) extTask {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		var got extTask
+		c.MustCall("tasks/get", map[string]any{"taskId": id}, &got)
+		if cond(got) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s is %s (%s) after %v", id, got.Status, got.StatusMessage, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestInstancesShareTasks runs three servers on the default store and one data_dir,
+// as a desktop app and two IDEs would: all three serve, and a task started through
+// one is fetched, answered, waited for and cancelled through another. A server killed
+// with SIGKILL leaves its running task failed, with the reason, seen from a survivor.
+func TestInstancesShareTasks(t *testing.T) {
+	notes := t.TempDir()
+	cfg := bundledConfig(t, notes)
+	start := func(caps map[string]any) (*mcptest.Client, *exec.Cmd) {
+		cmd := exec.Command(binary, "--config", cfg)
+		return mcptest.DialWith(t, &mcp.CommandTransport{Command: cmd}, nil, caps), cmd
+	}
+	a, cmdA := start(mcptest.TasksExtension())
+	b, _ := start(mcptest.TasksExtension())
+	legacy, _ := start(map[string]any{})
+
+	call := func(c *mcptest.Client, tool string, args any) string {
+		t.Helper()
+		var created extTask
+		c.MustCall("tools/call", map[string]any{"name": tool, "arguments": args}, &created)
+		if created.ResultType != "task" || created.TaskID == "" {
+			t.Fatalf("tools/call(%s) = %+v, want a task", tool, created)
+		}
+		return created.TaskID
+	}
+
+	// An input request of a task run by A is shown and answered through B.
+	note := call(a, "toolbox_write_note", map[string]any{"name": "shared.txt", "text": "from A, confirmed in B"})
+	got := pollExt(t, b, note, 30*time.Second, func(x extTask) bool { return len(x.InputRequests) == 1 })
+	var key string
+	for k := range got.InputRequests {
+		key = k
+	}
+	b.MustCall("tasks/update", map[string]any{"taskId": note, "inputResponses": map[string]any{
+		key: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}, nil)
+	pollExt(t, b, note, 30*time.Second, func(x extTask) bool { return x.Status == "completed" })
+	if text, err := os.ReadFile(filepath.Join(notes, "shared.txt")); err != nil || string(text) != "from A, confirmed in B" {
+		t.Errorf("note written by A after B's answer = %q, %v", text, err)
+	}
+
+	// tasks/result through a third server waits for the outcome of A's task.
+	count := call(a, "toolbox_slow_count", map[string]any{"to": 5, "delay_ms": 100})
+	var res struct {
+		StructuredContent map[string]any `json:"structuredContent"`
+	}
+	legacy.MustCall("tasks/result", map[string]any{"taskId": count}, &res)
+	if res.StructuredContent["counted"] != float64(5) {
+		t.Errorf("tasks/result through another server = %+v, want the count to 5", res)
+	}
+
+	// A cancel through B ends A's task.
+	timer := call(a, "toolbox_timer", map[string]any{"seconds": 60})
+	pollExt(t, b, timer, 30*time.Second, func(x extTask) bool { return x.Status == "working" })
+	b.MustCall("tasks/cancel", map[string]any{"taskId": timer}, nil)
+	pollExt(t, a, timer, 10*time.Second, func(x extTask) bool { return x.Status == "cancelled" })
+
+	// SIGKILL of A: its running task is reported failed through B.
+	lost := call(a, "toolbox_timer", map[string]any{"seconds": 60})
+	pollExt(t, b, lost, 30*time.Second, func(x extTask) bool { return x.Status == "working" })
+	if err := cmdA.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmdA.Wait()
+	killed := time.Now()
+	got = pollExt(t, b, lost, sqlstore.Lease+2*sqlstore.RenewEvery, func(x extTask) bool { return x.Status != "working" })
+	t.Logf("task of the killed server reported %s %v after the kill", got.Status, time.Since(killed).Round(time.Millisecond))
+	if got.Status != "failed" || got.Error == nil || !strings.Contains(got.Error.Message, "server running this task stopped") {
+		t.Errorf("task of the killed server = %+v, want failed with the reason", got)
+	}
+	// B and the third server still serve.
+	pollExt(t, legacy, call(b, "textkit_ping", map[string]any{}), 30*time.Second, func(x extTask) bool { return x.Status == "completed" })
+}
