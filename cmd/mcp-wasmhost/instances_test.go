@@ -1,7 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks/sqlstore"
 )
 
@@ -114,4 +121,68 @@ func TestInstancesShareTasks(t *testing.T) {
 	}
 	// B and the third server still serve.
 	pollExt(t, legacy, call(b, "textkit_ping", map[string]any{}), 30*time.Second, func(x extTask) bool { return x.Status == "completed" })
+}
+
+// TestSQLiteStoreRefused: a server started on a task store that is not one, is
+// damaged, or was written by a newer version exits with an error naming the file, and
+// leaves the file as it was.
+func TestSQLiteStoreRefused(t *testing.T) {
+	good := filepath.Join(t.TempDir(), "tasks.sqlite")
+	st, err := sqlstore.Open(context.Background(), good, sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		now := time.Now().UTC()
+		st.Put(context.Background(), tasks.Task{ID: fmt.Sprintf("t%03d", i), Owner: "local", Status: tasks.Completed,
+			CreatedAt: now, LastUpdatedAt: now, FinishedAt: now, TTL: time.Hour, Result: json.RawMessage(`{"content":[]}`)})
+	}
+	st.Close()
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := filepath.Join(t.TempDir(), "tasks.sqlite")
+	os.WriteFile(newer, b, 0o600)
+	db, err := sql.Open("sqlite", newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE schema_version SET version = 7`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	nb, _ := os.ReadFile(newer)
+	damaged := bytes.Clone(b)
+	for i := 4096; i < len(damaged); i++ {
+		damaged[i] = 0xA5
+	}
+	tests := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"not a database", bytes.Repeat([]byte("not a task store "), 500), " is corrupt or not a task store"},
+		{"pages overwritten", damaged, " is corrupt or not a task store"},
+		{"newer schema", nb, " was written by a newer mcp-wasmhost: schema version 7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dataDir := t.TempDir()
+			path := filepath.Join(dataDir, "tasks.sqlite")
+			os.WriteFile(path, tt.data, 0o600)
+			cfg := writeConfig(t, fmt.Sprintf("[server]\ncache_dir = %q\n\n[tasks]\ndata_dir = %q\n\n", testenv.CacheDir(), dataDir)+
+				pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
+			cmd := exec.Command(binary, "--config", cfg)
+			cmd.Stdin = strings.NewReader("")
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), path+tt.want) {
+				t.Errorf("server on a store (%s) = %v:\n%s\nwant exit status 1 and %q", tt.name, err, out, path+tt.want)
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, tt.data) {
+				t.Errorf("server on a store (%s) changed the file", tt.name)
+			}
+		})
+	}
 }
