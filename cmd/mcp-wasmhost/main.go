@@ -126,7 +126,18 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		return err
 	}
 	defer store.Close()
+	// Servers sharing a task store share the request-state key and used nonces too,
+	// so that a state one issued is accepted once by any of them.
+	var stateKey []byte
+	var nonces host.Nonces
+	if shared, ok := store.(*sqlstore.Store); ok {
+		if stateKey, err = host.LoadStateKey(filepath.Join(cfg.Tasks.DataDir, "state.key")); err != nil {
+			return err
+		}
+		nonces = shared
+	}
 	srv, err := host.New(catalog, host.Options{Name: cfg.Server.Name, Version: version(), Logger: logger,
+		StateKey: stateKey, Nonces: nonces,
 		ResumableStreams:   cfg.Server.ResumableStreams,
 		MaxMessageBytes:    cfg.Server.MaxMessageBytes,
 		BodyReadTimeout:    cfg.Server.BodyReadTimeout.Duration,
