@@ -186,3 +186,47 @@ func TestSQLiteStoreRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestInstancesShareRequestState: on 2026-07-28, a requestState one server issued is
+// accepted by another on the same data_dir (they share the key file), and only once
+// across both (they share the used nonces).
+func TestInstancesShareRequestState(t *testing.T) {
+	notes := t.TempDir()
+	cfg := bundledConfig(t, notes)
+	urlA, _ := startHTTP(t, cfg)
+	urlB, _ := startHTTP(t, cfg)
+	caps := map[string]any{"elicitation": map[string]any{}}
+	a, b := &mcptest.Stateless{URL: urlA, Caps: caps}, &mcptest.Stateless{URL: urlB, Caps: caps}
+	type round struct {
+		ResultType    string                     `json:"resultType"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  string                     `json:"requestState"`
+	}
+	args := map[string]any{"name": "mrtr.txt", "text": "asked by A, answered to B"}
+	r, err := a.Call("tools/call", map[string]any{"name": "toolbox_write_note", "arguments": args}, nil)
+	if err != nil || r.Error != nil {
+		t.Fatalf("round 1 on A = %v, %v", r, err)
+	}
+	var r1 round
+	json.Unmarshal(r.Result, &r1)
+	if r1.ResultType != "input_required" || len(r1.InputRequests) != 1 || r1.RequestState == "" {
+		t.Fatalf("round 1 on A = %s, want InputRequiredResult", r.Result)
+	}
+	var key string
+	for k := range r1.InputRequests {
+		key = k
+	}
+	again := map[string]any{"name": "toolbox_write_note", "arguments": args, "requestState": r1.RequestState,
+		"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}
+	r, err = b.Call("tools/call", again, nil)
+	if err != nil || r.Error != nil || !strings.Contains(string(r.Result), `"resultType":"complete"`) {
+		t.Fatalf("round 2 on B = %s, %v, %v; want the call completed", r.Result, r.Error, err)
+	}
+	if text, err := os.ReadFile(filepath.Join(notes, "mrtr.txt")); err != nil || string(text) != "asked by A, answered to B" {
+		t.Errorf("note = %q, %v", text, err)
+	}
+	r, err = a.Call("tools/call", again, nil)
+	if err != nil || r.Error == nil || !strings.Contains(r.Error.Message, "already used") {
+		t.Errorf("round 2 replayed on A = %s, %v, %v; want already used", r.Result, r.Error, err)
+	}
+}
