@@ -237,7 +237,9 @@ func TestPurgeBatches(t *testing.T) {
 		}
 		wg.Wait()
 	}
+	setup := time.Now()
 	put(0, n, tasks.Completed, base)
+	t.Logf("stored %d tasks in %v", n, time.Since(setup))
 	put(n, n+10, tasks.Completed, time.Now())
 	put(n+10, n+20, tasks.Working, base)
 	m := tasks.NewManager(tasks.Options{Store: s, SweepEvery: time.Hour})
@@ -251,8 +253,8 @@ func TestPurgeBatches(t *testing.T) {
 	if st, _ := s.Stats(ctx); st.Tasks != 20 || st.Bytes != 20*int64(len(`{"content":[]}`)) {
 		t.Errorf("Stats() after the purge = %+v, want 20 tasks", st)
 	}
-	if page, _ := s.List(ctx, "owner0", "", 10000); len(page) != 3 {
-		t.Errorf("List(owner0) after the purge = %d tasks, want 3", len(page))
+	if page, _ := s.List(ctx, "owner0", "", 10000); len(page) != 2 { // t01106, t01113
+		t.Errorf("List(owner0) after the purge = %d tasks, want 2", len(page))
 	}
 }
 

@@ -50,7 +50,9 @@ type Store struct {
 	lockDir string
 	logger  *slog.Logger
 
-	wmu sync.Mutex // one write transaction at a time in this process
+	qmu     sync.Mutex // guards queue and leading
+	queue   []*writer  // writes waiting for the next transaction
+	leading bool       // a writer is committing the queue
 
 	stop chan struct{}
 	done chan struct{}
@@ -185,33 +187,108 @@ var errNewer = errors.New("written by a newer mcp-wasmhost")
 // q is query in the dialect's placeholder form.
 func (s *Store) q(query string) string { return s.d.bind(query) }
 
-// write runs f in a write transaction, one at a time in this process (other
-// processes wait up to busyTimeout).
+// write runs f in a write transaction and returns when it is committed. Writers
+// that come while a commit is under way share the next transaction (and its fsync):
+// each runs under its own savepoint, so that one failing leaves the others' writes
+// in. Other processes' transactions are waited for up to busyTimeout.
 func (s *Store) write(ctx context.Context, what string, f func(tx *sql.Tx) error) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return s.storeError(what, err)
+	w := &writer{what: what, f: f, done: make(chan error, 1)}
+	s.qmu.Lock()
+	s.queue = append(s.queue, w)
+	if s.leading {
+		s.qmu.Unlock()
+		return <-w.done // the leader commits it
 	}
-	if err := f(tx); err != nil {
-		tx.Rollback()
-		if errors.Is(err, tasks.ErrNotFound) || errors.Is(err, tasks.ErrBadCursor) || errors.Is(err, errNewer) {
-			if errors.Is(err, errNewer) {
-				return fmt.Errorf("task store %s was %w", s.path, err)
+	s.leading = true
+	for len(s.queue) > 0 {
+		n := min(len(s.queue), maxBatch)
+		batch := s.queue[:n:n]
+		s.queue = s.queue[n:]
+		s.qmu.Unlock()
+		s.commit(batch)
+		s.qmu.Lock()
+	}
+	s.leading = false
+	s.qmu.Unlock()
+	return <-w.done
+}
+
+// maxBatch bounds the writes one transaction carries.
+const maxBatch = 128
+
+// writer is one write waiting for its commit.
+type writer struct {
+	what string
+	f    func(tx *sql.Tx) error
+	done chan error
+}
+
+// commit runs batch in one transaction and tells each writer its outcome.
+func (s *Store) commit(batch []*writer) {
+	errs := make([]error, len(batch))
+	fail := func(err error) {
+		for i, w := range batch {
+			if errs[i] == nil {
+				errs[i] = s.writeError(w.what, err)
 			}
-			return err
+			w.done <- errs[i]
 		}
-		var keep *keepError
-		if errors.As(err, &keep) {
-			return keep.err
+	}
+	tx, err := s.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		fail(err)
+		return
+	}
+	ok := 0
+	for i, w := range batch {
+		if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
+			tx.Rollback()
+			fail(err)
+			return
 		}
-		return s.storeError(what, err)
+		if err := w.f(tx); err != nil {
+			errs[i] = s.writeError(w.what, err)
+			if _, err := tx.Exec(`ROLLBACK TO w`); err != nil {
+				tx.Rollback()
+				fail(err)
+				return
+			}
+		} else {
+			ok++
+		}
+		if _, err := tx.Exec(`RELEASE w`); err != nil {
+			tx.Rollback()
+			fail(err)
+			return
+		}
 	}
-	if err := tx.Commit(); err != nil {
-		return s.storeError(what, err)
+	if ok == 0 {
+		err = tx.Rollback()
+	} else {
+		err = tx.Commit()
 	}
-	return nil
+	if err != nil {
+		fail(err)
+		return
+	}
+	for i, w := range batch {
+		w.done <- errs[i]
+	}
+}
+
+// writeError is the error a write reports: the task errors callers test as they are,
+// anything else naming the file.
+func (s *Store) writeError(what string, err error) error {
+	var keep *keepError
+	switch {
+	case errors.As(err, &keep):
+		return keep.err
+	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, tasks.ErrBadCursor):
+		return err
+	case errors.Is(err, errNewer):
+		return fmt.Errorf("task store %s was %w", s.path, err)
+	}
+	return s.storeError(what, err)
 }
 
 // keepError carries an error of the caller's function through write unchanged.
