@@ -183,27 +183,30 @@ func (s *Store) goneInstances(ctx context.Context, now time.Time) ([]string, err
 		if err := rows.Scan(&id, &until); err != nil {
 			return nil, err
 		}
-		if until < now.UnixNano() || !s.alive(id) {
+		// A process on this machine is judged by its lock alone, so that one
+		// that was only stopped (a laptop asleep, SIGSTOP) keeps its tasks.
+		if alive, here := s.alive(id); !alive || !here && until < now.UnixNano() {
 			gone = append(gone, id)
 		}
 	}
 	return gone, rows.Err()
 }
 
-// alive reports whether instance id's file is locked by its process. An instance
-// without a file here (another machine's, in a future engine) counts by its lease.
-func (s *Store) alive(id string) bool {
+// alive reports whether instance id's file is locked by its process; here is false
+// for an instance without a file here (another machine's, in a future engine), which
+// counts by its lease.
+func (s *Store) alive(id string) (alive, here bool) {
 	f, err := os.OpenFile(filepath.Join(s.lockDir, id+".lock"), os.O_RDWR, 0)
 	if err != nil {
-		return true
+		return true, false
 	}
 	defer f.Close()
 	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 	if errors.Is(err, unix.EWOULDBLOCK) {
-		return true
+		return true, true
 	}
 	// Locked by us now (released by Close): nobody holds it.
-	return err != nil
+	return err != nil, true
 }
 
 // SetInputs replaces the pending inputs recorded for task id.

@@ -374,3 +374,87 @@ func TestNonces(t *testing.T) {
 		t.Errorf("UseNonce again on another instance = %v, %v; want false", ok, err)
 	}
 }
+
+// TestConcurrentUpdates hammers one task from two instances (two processes' worth of
+// connections) and many goroutines: no read-modify-write is lost, and a writer that
+// fails in a shared transaction leaves the others' writes in.
+func TestConcurrentUpdates(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tasks.sqlite")
+	s1, s2 := open(t, path), open(t, path)
+	defer s1.Close()
+	defer s2.Close()
+	x := task("counter", "local", time.Now().UTC(), tasks.Working)
+	x.Runner = s1.Instance()
+	x.StatusMessage = "0"
+	if err := s1.Put(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	const perWorker = 20
+	var wg sync.WaitGroup
+	for w := range 8 {
+		s := []*sqlstore.Store{s1, s2}[w%2]
+		wg.Go(func() {
+			for range perWorker {
+				_, err := s.Update(ctx, "counter", func(t *tasks.Task) error {
+					var n int
+					fmt.Sscan(t.StatusMessage, &n)
+					t.StatusMessage = fmt.Sprint(n + 1)
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				// A failing writer beside it: its error comes back as it is.
+				refuse := errors.New("refused")
+				if _, err := s.Update(ctx, "counter", func(t *tasks.Task) error {
+					t.StatusMessage = "lost"
+					return refuse
+				}); err != refuse {
+					t.Errorf("Update returning an error = %v, want it unchanged", err)
+				}
+				if _, err := s.Update(ctx, "missing", func(*tasks.Task) error { return nil }); !errors.Is(err, tasks.ErrNotFound) {
+					t.Errorf("Update(missing) = %v, want ErrNotFound", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	got, err := s2.Get(ctx, "counter")
+	if err != nil || got.StatusMessage != fmt.Sprint(8*perWorker) {
+		t.Errorf("counter after %d updates from two instances = %q, %v", 8*perWorker, got.StatusMessage, err)
+	}
+}
+
+// TestLeases: an instance on this machine is judged by its lock, whatever its lease
+// (a laptop that slept); one without a lock file here, by its lease.
+func TestLeases(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tasks.sqlite")
+	asleep, live := open(t, path), open(t, path)
+	defer asleep.Close()
+	defer live.Close()
+	now := time.Now().UTC()
+	put := func(id, runner string) {
+		x := task(id, "local", now, tasks.Working)
+		x.Runner = runner
+		if err := live.Put(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("asleep", asleep.Instance())
+	put("remote-live", "remote1")
+	put("remote-gone", "remote2")
+	live.SetLease(ctx, asleep.Instance(), now.Add(-time.Minute))
+	live.SetLease(ctx, "remote1", now.Add(time.Minute))
+	live.SetLease(ctx, "remote2", now.Add(-time.Second))
+	if err := live.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]tasks.Status{"asleep": tasks.Working, "remote-live": tasks.Working, "remote-gone": tasks.Failed} {
+		if got, _ := live.Get(ctx, id); got.Status != want {
+			t.Errorf("task %s after a check = %s, want %s", id, got.Status, want)
+		}
+	}
+}

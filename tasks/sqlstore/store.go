@@ -22,12 +22,13 @@ import (
 )
 
 // Lease is how long an instance counts as alive after it last renewed its lease; it
-// renews every RenewEvery. A server that stops without closing the store (a crash, a
-// SIGKILL, a lost machine) is seen as gone when its lease runs out, and the next
-// check of any other instance (every RenewEvery) fails its unfinished tasks with
-// LostMessage: within Lease+RenewEvery (20 s) of its last renewal. A server on the
-// same machine is seen as gone sooner: the lock it held on its instance file is
-// released by the kernel when it dies, which the next check (or start) finds.
+// renews every RenewEvery. A server on this machine is judged by the lock it holds on
+// its instance file instead, which the kernel releases when it dies: the next check
+// of any other instance (every RenewEvery) or the next start fails its unfinished
+// tasks with LostMessage, within RenewEvery (5 s); and one that was merely stopped
+// (a laptop asleep) keeps its tasks whatever its lease says. An instance without a
+// file here (another machine's, once an engine can be shared across machines) is gone
+// when its lease runs out: within Lease+RenewEvery (20 s) of its last renewal.
 const (
 	Lease      = 15 * time.Second
 	RenewEvery = 5 * time.Second
