@@ -51,6 +51,9 @@ type Store struct {
 	lockDir string
 	logger  *slog.Logger
 
+	// Prepared once: the reads every poll and every new task make.
+	getStmt, statsStmt *sql.Stmt
+
 	qmu     sync.Mutex // guards queue and leading
 	queue   []*writer  // writes waiting for the next transaction
 	leading bool       // a writer is committing the queue
@@ -91,6 +94,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s := &Store{db: db, d: d, path: path, logger: opts.Logger, lockDir: path + "-instances",
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.prepare(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -184,6 +191,18 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 var errNewer = errors.New("written by a newer mcp-wasmhost")
+
+// prepare prepares the frequent reads.
+func (s *Store) prepare(ctx context.Context) error {
+	var err error
+	if s.getStmt, err = s.db.PrepareContext(ctx, s.q(`SELECT `+taskColumns+` FROM tasks WHERE id = ?`)); err != nil {
+		return s.storeError("prepare", err)
+	}
+	if s.statsStmt, err = s.db.PrepareContext(ctx, `SELECT tasks, bytes FROM totals WHERE one = 1`); err != nil {
+		return s.storeError("prepare", err)
+	}
+	return nil
+}
 
 // q is query in the dialect's placeholder form.
 func (s *Store) q(query string) string { return s.d.bind(query) }

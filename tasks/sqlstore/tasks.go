@@ -143,7 +143,11 @@ func (s *Store) Update(ctx context.Context, id string, f func(*tasks.Task) error
 }
 
 func (s *Store) Get(ctx context.Context, id string) (tasks.Task, error) {
-	t, ok, err := s.get(ctx, s.db, id)
+	t, err := scanTask(s.getStmt.QueryRowContext(ctx, id))
+	ok := err == nil
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil
+	}
 	if err != nil {
 		return tasks.Task{}, s.storeError("get task", err)
 	}
@@ -284,7 +288,7 @@ func (s *Store) Purge(ctx context.Context, now time.Time, limit int) (int, error
 func (s *Store) Stats(ctx context.Context) (tasks.Stats, error) {
 	var st tasks.Stats
 	var n int64
-	if err := s.db.QueryRowContext(ctx, `SELECT tasks, bytes FROM totals WHERE one = 1`).Scan(&n, &st.Bytes); err != nil {
+	if err := s.statsStmt.QueryRowContext(ctx).Scan(&n, &st.Bytes); err != nil {
 		return tasks.Stats{}, s.storeError("stats", err)
 	}
 	st.Tasks = int(n)
