@@ -422,7 +422,7 @@ func (m *Manager) Watch(ctx context.Context, owner, id string) (Task, []*Input, 
 	if t.Status.Terminal() {
 		return t, nil, nil, nil
 	}
-	if ch == nil && m.shared != nil && t.Runner != m.shared.Instance() {
+	if ch == nil && m.shared != nil {
 		// Another instance runs it: its inputs are in the store, and its changes are
 		// seen by polling the store.
 		pending, err := m.shared.Inputs(ctx, id)
@@ -791,6 +791,7 @@ func (m *Manager) hear() {
 	}
 	tick := time.NewTicker(SignalPoll)
 	defer tick.Stop()
+	failing := "" // the error last logged: a lasting one is logged once
 	for {
 		select {
 		case <-m.stop:
@@ -799,9 +800,13 @@ func (m *Manager) hear() {
 		}
 		signals, err := m.shared.Receive(context.Background())
 		if err != nil {
-			m.opts.Logger.Error("receive signals from other instances", "err", err)
+			if err.Error() != failing {
+				failing = err.Error()
+				m.opts.Logger.Error("receive signals from other instances", "err", err)
+			}
 			continue
 		}
+		failing = ""
 		for _, s := range signals {
 			m.obey(s)
 		}

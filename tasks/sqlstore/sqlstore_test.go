@@ -52,6 +52,11 @@ func TestRoundTripAndReopen(t *testing.T) {
 	if st, _ := s.Stats(ctx); st.Tasks != 4 || st.Bytes != tasks.Size(done)+tasks.Size(failed) {
 		t.Errorf("Stats() = %+v", st)
 	}
+	for _, f := range []string{path, path + "-wal"} {
+		if info, err := os.Stat(f); err != nil || info.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, %v; want mode 0600: results are the owner's alone", f, info.Mode(), err)
+		}
+	}
 	if got, _ := s.Get(ctx, "running"); got.Status != tasks.Working {
 		t.Errorf("Get(running) while its instance lives = %s, want working", got.Status)
 	}

@@ -122,6 +122,15 @@ var sqliteHeader = []byte("SQLite format 3\x00")
 func precheck(path string) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
+		// Created here, so that it is the owner's alone (SQLite gives its -wal and
+		// -shm files the same mode).
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("task store %s: %w", path, err)
+		}
+		if f != nil {
+			f.Close()
+		}
 		return nil
 	}
 	if err != nil {
