@@ -43,6 +43,13 @@ type Options struct {
 	MaxStoredTasks int          // 0 means 100,000
 	MaxStoreBytes  int64        // 0 means 1 GiB
 	Logger         *slog.Logger // nil discards
+	// CreateWindow is how long Start lets a new task's work run before it stores the
+	// task: a task whose work ends within it is stored once, finished, in one commit
+	// instead of two (its CreateTaskResult still waits for that commit, and still
+	// says working). The work then starts before its task is stored; if storing
+	// fails, the work is cancelled and Start fails. 0 means no window: the task is
+	// stored before its work starts.
+	CreateWindow time.Duration
 	// OnChange, if set, is called after every status change of a task (not at its
 	// creation), outside any lock. It must not block for long.
 	OnChange func(Task)
@@ -109,7 +116,15 @@ type live struct {
 	changed chan struct{} // closed and replaced at every change
 	inputs  []*Input      // pending input requests, in the order they were asked
 	nextKey int
-	inputMu sync.Mutex // orders the writes of inputs to a Shared store
+
+	// Storing the task (see Options.CreateWindow). Start sets coalesced and lost,
+	// and closes created when the task is in the store (or failed to get there).
+	created   chan struct{}
+	coalesced bool              // stored finished: its work's outcome is already in the store
+	lost      bool              // storing failed: the work is cancelled and leaves no trace
+	ended     chan struct{}     // closed when the work has returned, with final set
+	final     func(*Task) error // the work's outcome, applied to the stored task
+	inputMu   sync.Mutex        // orders the writes of inputs to a Shared store
 }
 
 // NewManager creates a Manager and starts its expiry sweeper. Close it.
@@ -224,7 +239,8 @@ func (m *Manager) Start(ctx context.Context, who Requester, ttl time.Duration, f
 	}
 	// The task's context outlives the request: only Cancel and Close end it.
 	taskCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	l := &live{quotas: quotas, cancel: cancel, changed: make(chan struct{}), done: make(chan struct{})}
+	l := &live{quotas: quotas, cancel: cancel, changed: make(chan struct{}), done: make(chan struct{}),
+		created: make(chan struct{}), ended: make(chan struct{})}
 	m.live[t.ID] = l
 	for _, q := range quotas {
 		m.unfin[q]++
@@ -232,19 +248,52 @@ func (m *Manager) Start(ctx context.Context, who Requester, ttl time.Duration, f
 	m.wg.Add(1)
 	m.mu.Unlock()
 
-	if err := m.store.Put(ctx, t); err != nil {
-		m.forget(t.ID)
-		cancel()
-		m.wg.Done()
-		return Task{}, fmt.Errorf("store task: %w", err)
-	}
-	go func() {
+	work := func() {
 		defer m.wg.Done()
 		defer close(l.done)
 		defer cancel()
 		result, failed, rpcErr := f(taskCtx, &Handle{m: m, id: t.ID})
-		m.finish(t.ID, result, failed, rpcErr)
-	}()
+		l.final = m.outcome(result, failed, rpcErr)
+		close(l.ended)
+		<-l.created
+		switch {
+		case l.lost:
+			m.forget(t.ID)
+		case l.coalesced:
+			m.settle(t.ID)
+		default:
+			m.finish(t.ID, l.final)
+		}
+	}
+	stored := t
+	if m.opts.CreateWindow > 0 {
+		go work()
+		window := time.NewTimer(m.opts.CreateWindow)
+		select {
+		case <-l.ended:
+			if l.final(&stored) == nil {
+				stored.LastUpdatedAt = time.Now().UTC()
+				stored.FinishedAt = stored.LastUpdatedAt
+				l.coalesced = true
+			}
+		case <-window.C:
+		}
+		window.Stop()
+	}
+	if err := m.store.Put(ctx, stored); err != nil {
+		l.lost, l.coalesced = true, false
+		cancel()
+		close(l.created)
+		if m.opts.CreateWindow <= 0 {
+			m.forget(t.ID)
+			m.wg.Done()
+		}
+		return Task{}, fmt.Errorf("store task: %w", err)
+	}
+	close(l.created)
+	if m.opts.CreateWindow <= 0 {
+		go work()
+	}
 	return t, nil
 }
 
@@ -276,8 +325,9 @@ func (m *Manager) checkRoom(ctx context.Context) error {
 	return nil
 }
 
-// finish records a task's outcome, unless it was cancelled meanwhile.
-func (m *Manager) finish(id string, result json.RawMessage, failed string, rpcErr *Error) {
+// outcome is what the work returned as a change of its task, decided when it
+// returned (a result over MaxResultBytes fails it; a Close under way fails it).
+func (m *Manager) outcome(result json.RawMessage, failed string, rpcErr *Error) func(*Task) error {
 	if len(result) > m.opts.MaxResultBytes {
 		rpcErr = &Error{Code: -32603, Message: fmt.Sprintf("the result of %d bytes is larger than the %d bytes a task may keep (max_result_bytes)", len(result), m.opts.MaxResultBytes)}
 		result, failed = nil, ""
@@ -285,7 +335,7 @@ func (m *Manager) finish(id string, result json.RawMessage, failed string, rpcEr
 	m.mu.Lock()
 	closing := m.closed
 	m.mu.Unlock()
-	t, err := m.update(id, func(t *Task) error {
+	return func(t *Task) error {
 		if t.Status.Terminal() {
 			return ErrTerminal // cancelled: it stays cancelled whatever the work returned
 		}
@@ -301,13 +351,31 @@ func (m *Manager) finish(id string, result json.RawMessage, failed string, rpcEr
 			t.Status, t.StatusMessage, t.Result = Completed, "", result
 		}
 		return nil
-	})
+	}
+}
+
+// finish records a task's outcome, unless it was cancelled meanwhile.
+func (m *Manager) finish(id string, apply func(*Task) error) {
+	t, err := m.update(id, apply)
 	if err != nil && !errors.Is(err, ErrTerminal) {
 		m.opts.Logger.Error("record task outcome", "task", id, "err", err)
 	}
 	if err == nil {
 		m.changed(t)
 	}
+	m.release(id)
+}
+
+// settle ends a task that was stored finished (Options.CreateWindow).
+func (m *Manager) settle(id string) {
+	if t, err := m.store.Get(context.Background(), id); err == nil {
+		m.changed(t)
+	}
+	m.release(id)
+}
+
+// release forgets a task whose work has ended and wakes its watchers.
+func (m *Manager) release(id string) {
 	m.mu.Lock()
 	if l := m.live[id]; l != nil {
 		m.forgetLocked(id)
@@ -340,6 +408,15 @@ func (m *Manager) forgetLocked(id string) {
 func (m *Manager) update(id string, f func(*Task) error) (Task, error) {
 	// Updates of different tasks run concurrently, so that a durable store can commit
 	// them together; updates of one task are serialized.
+	m.mu.Lock()
+	l := m.live[id]
+	m.mu.Unlock()
+	if l != nil {
+		<-l.created // the work may run before its task is stored (CreateWindow)
+		if l.lost {
+			return Task{}, ErrNotFound
+		}
+	}
 	mu := &m.taskMu[stripe(id)]
 	mu.Lock()
 	defer mu.Unlock()

@@ -130,7 +130,9 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	// so that a state one issued is accepted once by any of them.
 	var stateKey []byte
 	var nonces host.Nonces
+	var createWindow time.Duration
 	if shared, ok := store.(*sqlstore.Store); ok {
+		createWindow = sqlstore.CreateWindow
 		if stateKey, err = host.LoadStateKey(filepath.Join(cfg.Tasks.DataDir, "state.key")); err != nil {
 			return err
 		}
@@ -154,6 +156,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 			MaxResultBytes: cfg.Tasks.MaxResultBytes,
 			MaxStoredTasks: cfg.Tasks.MaxStoredTasks,
 			MaxStoreBytes:  int64(cfg.Tasks.MaxStoreMiB) << 20,
+			CreateWindow:   createWindow,
 		}})
 	if err != nil {
 		return err

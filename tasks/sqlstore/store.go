@@ -34,6 +34,11 @@ const (
 	RenewEvery = 5 * time.Second
 )
 
+// CreateWindow is the tasks.Options.CreateWindow a server on this store uses: a task
+// whose work ends within it (a trivial tool) costs one commit instead of two, and a
+// longer one's CreateTaskResult waits this much longer, about one commit's time.
+const CreateWindow = 3 * time.Millisecond
+
 // busyTimeout is how long a statement waits for another process's write transaction.
 const busyTimeout = 10 * time.Second
 
@@ -51,8 +56,9 @@ type Store struct {
 	lockDir string
 	logger  *slog.Logger
 
-	// Prepared once: the reads every poll and every new task make.
-	getStmt, statsStmt *sql.Stmt
+	// Prepared once: the statements every poll, every new task and every change
+	// run.
+	getStmt, statsStmt, putStmt, totalsStmt *sql.Stmt
 
 	qmu     sync.Mutex // guards queue and leading
 	queue   []*writer  // writes waiting for the next transaction
@@ -208,6 +214,20 @@ func (s *Store) prepare(ctx context.Context) error {
 		return s.storeError("prepare", err)
 	}
 	if s.statsStmt, err = s.db.PrepareContext(ctx, `SELECT tasks, bytes FROM totals WHERE one = 1`); err != nil {
+		return s.storeError("prepare", err)
+	}
+	if s.putStmt, err = s.db.PrepareContext(ctx, s.q(`INSERT INTO tasks (`+taskColumns+`, expires_at, size)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, status = excluded.status,
+			status_message = excluded.status_message, created_at = excluded.created_at,
+			updated_at = excluded.updated_at, finished_at = excluded.finished_at, ttl = excluded.ttl,
+			poll_interval = excluded.poll_interval, result = excluded.result, has_error = excluded.has_error,
+			error_code = excluded.error_code, error_message = excluded.error_message,
+			error_data = excluded.error_data, runner = excluded.runner, expires_at = excluded.expires_at,
+			size = excluded.size`)); err != nil {
+		return s.storeError("prepare", err)
+	}
+	if s.totalsStmt, err = s.db.PrepareContext(ctx, s.q(`UPDATE totals SET tasks = tasks + ?, bytes = bytes + ? WHERE one = 1`)); err != nil {
 		return s.storeError("prepare", err)
 	}
 	return nil

@@ -45,10 +45,12 @@ func scanTask(r row) (tasks.Task, error) {
 }
 
 // get reads task id in tx; ok is false when there is none.
-func (s *Store) get(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, id string) (tasks.Task, bool, error) {
-	t, err := scanTask(q.QueryRowContext(ctx, s.q(`SELECT `+taskColumns+` FROM tasks WHERE id = ?`), id))
+//
+// The statements of put and get are prepared once (parsing the upsert took a fifth
+// of a write's time).
+func (s *Store) get(ctx context.Context, tx *sql.Tx, id string) (tasks.Task, bool, error) {
+	q := tx.StmtContext(ctx, s.getStmt)
+	t, err := scanTask(q.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return tasks.Task{}, false, nil
 	}
@@ -74,16 +76,7 @@ func (s *Store) put(ctx context.Context, tx *sql.Tx, t tasks.Task, old *tasks.Ta
 		expires = tasks.ExpiresAt(t).UnixNano()
 	}
 	size := tasks.Size(t)
-	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO tasks (`+taskColumns+`, expires_at, size)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, status = excluded.status,
-			status_message = excluded.status_message, created_at = excluded.created_at,
-			updated_at = excluded.updated_at, finished_at = excluded.finished_at, ttl = excluded.ttl,
-			poll_interval = excluded.poll_interval, result = excluded.result, has_error = excluded.has_error,
-			error_code = excluded.error_code, error_message = excluded.error_message,
-			error_data = excluded.error_data, runner = excluded.runner, expires_at = excluded.expires_at,
-			size = excluded.size`),
-		t.ID, t.Owner, string(t.Status), t.StatusMessage, nanos(t.CreatedAt), nanos(t.LastUpdatedAt), nanos(t.FinishedAt),
+	_, err := tx.StmtContext(ctx, s.putStmt).ExecContext(ctx, t.ID, t.Owner, string(t.Status), t.StatusMessage, nanos(t.CreatedAt), nanos(t.LastUpdatedAt), nanos(t.FinishedAt),
 		int64(t.TTL), int64(t.PollInterval), result, hasError, errCode, errMsg, errData, t.Runner, expires, size)
 	if err != nil {
 		return err
@@ -93,7 +86,7 @@ func (s *Store) put(ctx context.Context, tx *sql.Tx, t tasks.Task, old *tasks.Ta
 		dn, db = 0, size-tasks.Size(*old)
 	}
 	if dn != 0 || db != 0 {
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE totals SET tasks = tasks + ?, bytes = bytes + ? WHERE one = 1`), dn, db); err != nil {
+		if _, err := tx.StmtContext(ctx, s.totalsStmt).ExecContext(ctx, dn, db); err != nil {
 			return err
 		}
 	}
