@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -128,6 +129,39 @@ func TestWithClock(t *testing.T) {
 		<-ctx.Done()
 		if err := ctx.Err(); !errors.Is(err, context.Canceled) {
 			t.Errorf("Err() after the parent's cancellation = %v, want context.Canceled", err)
+		}
+	})
+}
+
+// TestInputWaitIsNotRunTime: a guest that waits for an answer longer than its timeout
+// gets the answer, and its time limit still stops it when it runs on: in process, with
+// a real instance (asker returns the answer; askloop loops after it).
+func TestInputWaitIsNotRunTime(t *testing.T) {
+	const limit, wait = 200 * time.Millisecond, 600 * time.Millisecond
+	answer := &recorder{reply: func(string, []byte) ([]byte, error) {
+		time.Sleep(wait)
+		return []byte(`{"action":"accept","content":{"confirm":true}}`), nil
+	}}
+	t.Run("answered", func(t *testing.T) {
+		m := load(t, "testdata/wasm/asker.wasm", sandbox.Limits{Timeout: limit}, sandbox.Grants{})
+		out, err := m.Call(t.Context(), call("ask", nil), answer)
+		if err != nil || !strings.Contains(string(out), `"text":"accept"`) {
+			t.Fatalf("Call(ask) after a %v wait with a %v limit = %s, %v; want the answer", wait, limit, out, err)
+		}
+	})
+	t.Run("runs on after the answer", func(t *testing.T) {
+		m := load(t, "testdata/wasm/askloop.wasm", sandbox.Limits{Timeout: limit}, sandbox.Grants{})
+		start := time.Now()
+		_, err := m.Call(t.Context(), call("ask", nil), answer)
+		var ge *sandbox.GuestError
+		if !errors.As(err, &ge) || ge.Kind != sandbox.KindTimeout || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Call(ask) = %v; want the time-limit error", err)
+		}
+		if want := "exceeded its time limit of 200ms"; !strings.Contains(ge.Message, want) {
+			t.Errorf("error %q, want it to contain %q", ge.Message, want)
+		}
+		if took := time.Since(start); took < wait+limit {
+			t.Errorf("stopped after %v, before the wait (%v) and the limit (%v) had passed", took, wait, limit)
 		}
 	})
 }
