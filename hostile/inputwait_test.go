@@ -30,10 +30,10 @@ var inputModes = []struct{ name, extra string }{
 
 // inputServer starts the binary with the plugins given as name -> (wasm, extra config
 // lines) and a 2025-11-25 client whose answers to elicitation come from answer.
-func inputServer(t *testing.T, plugins map[string][2]string, answer func(*jsonrpc.Request) (any, error)) *mcptest.Client {
+func inputServer(t *testing.T, plugins map[string][2]string, answer func(*jsonrpc.Request) (any, error)) (*mcptest.Client, *testenv.SyncBuffer) {
 	t.Helper()
 	var cfg strings.Builder
-	fmt.Fprintf(&cfg, "[server]\ncache_dir = %q\n\n[tasks]\nstore = \"memory\"\n\n", testenv.CacheDir())
+	fmt.Fprintf(&cfg, "[server]\ncache_dir = %q\nlog_level = \"debug\"\n\n[tasks]\nstore = \"memory\"\n\n", testenv.CacheDir())
 	for name, p := range plugins {
 		path := testenv.Path(p[0])
 		b, err := os.ReadFile(path)
@@ -54,7 +54,7 @@ func inputServer(t *testing.T, plugins map[string][2]string, answer func(*jsonrp
 			t.Logf("server log:\n%s", stderr)
 		}
 	})
-	return mcptest.Dial(t, &mcp.CommandTransport{Command: cmd}, answer)
+	return mcptest.Dial(t, &mcp.CommandTransport{Command: cmd}, answer), stderr
 }
 
 // accept is a person's answer to asker's question.
@@ -96,7 +96,7 @@ func TestInputWaitIsNotRunTime(t *testing.T) {
 	for _, mode := range inputModes {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
-			c := inputServer(t, map[string][2]string{
+			c, _ := inputServer(t, map[string][2]string{
 				"asker": {"testdata/wasm/asker.wasm", "timeout = \"5s\"\n" + mode.extra},
 			}, func(*jsonrpc.Request) (any, error) {
 				time.Sleep(wait)
@@ -134,7 +134,7 @@ func TestRunTimeAfterAnInputWait(t *testing.T) {
 			t.Parallel()
 			var mu sync.Mutex
 			var answered time.Time
-			c := inputServer(t, map[string][2]string{
+			c, _ := inputServer(t, map[string][2]string{
 				tc.plugin: {tc.wasm, "timeout = \"5s\"\n" + tc.extra},
 			}, func(*jsonrpc.Request) (any, error) {
 				time.Sleep(answerAfter)
@@ -174,7 +174,7 @@ func TestInputTimeout(t *testing.T) {
 			t.Parallel()
 			never := make(chan struct{})
 			t.Cleanup(func() { close(never) })
-			c := inputServer(t, map[string][2]string{
+			c, stderr := inputServer(t, map[string][2]string{
 				"asker":    {"testdata/wasm/asker.wasm", "input_timeout = \"2s\"\n" + mode.extra},
 				"patient":  {"testdata/wasm/asker.wasm", mode.extra},
 				"askloop2": {"testdata/wasm/askloop.wasm", "timeout = \"1s\"\ninput_timeout = \"2s\"\n" + mode.extra},
@@ -188,6 +188,10 @@ func TestInputTimeout(t *testing.T) {
 				got := finalStatus(t, c, task.TaskID, 2*time.Second+2*generous)
 				if want := "failed: tool returned an error: could not ask: no answer within 2s"; got != want {
 					t.Errorf("task = %q, want %q", got, want)
+				}
+				// The parked instance's memory is logged (debug): asker's is one page.
+				if want := "memory_bytes=65536"; !strings.Contains(stderr.String(), want) {
+					t.Errorf("server log lacks %q when the task parked:\n%s", want, stderr)
 				}
 			})
 			t.Run("task ttl shorter than input_timeout", func(t *testing.T) {
