@@ -146,7 +146,7 @@ func TestHostFunctionsCrossTheBoundary(t *testing.T) {
 	}{
 		{"accepted", func(string) ([]byte, error) { return []byte(`{"action":"accept","content":{"confirm":true}}`), nil }, `"text":"accept"`},
 		{"unavailable", func(string) ([]byte, error) { return nil, sandbox.ErrUnavailable }, "UNAVAILABLE"},
-		{"failed", func(string) ([]byte, error) { return nil, errors.New("the client went away") }, "FAILED"},
+		{"failed", func(string) ([]byte, error) { return nil, errors.New("the client went away") }, "could not ask: the client went away"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
