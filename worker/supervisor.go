@@ -315,8 +315,10 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 			done = nil
 			if parent.Err() != nil {
 				_ = p.w.send(frameCancel, c.id)
-			} // else the worker's own clock, started when the call arrived, is due now
-			grace = time.After(m.grace(clock))
+				grace = time.After(m.sup.opts.KillGrace)
+			} else { // the worker's own clock, started when the call arrived, is due now
+				grace = time.After(m.grace(clock))
+			}
 		case <-grace:
 			return nil, m.stuck(ctx, parent, p), false
 		case <-p.dead:
