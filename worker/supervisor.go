@@ -367,11 +367,14 @@ func (m *Module) handle(ctx context.Context, clock *sandbox.Clock, p *process, c
 				case <-rctx.Done():
 				}
 			}()
-			if sandbox.WaitsForAnswer(method) {
+			wait := sandbox.WaitsForAnswer(method)
+			if wait {
 				clock.Pause()
 			}
 			reply, rerr := h.Request(rctx, method, params)
-			clock.Resume()
+			if wait {
+				clock.Resume()
+			}
 			cancel()
 			status, body = replyStatus(reply, rerr)
 		}
