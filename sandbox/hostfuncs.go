@@ -296,7 +296,7 @@ func (st *callState) waitFor(ctx context.Context, mod api.Module, method string,
 			}
 			st.logger.LogAttrs(ctx, slog.LevelDebug, "guest waits for an answer; its instance is parked",
 				slog.String("method", method), slog.Uint64("memory_bytes", uint64(size)),
-				slog.Duration("run_time_used", st.clock.Used()))
+				slog.String("run_time_used", st.clock.Used().String()))
 		}
 		st.clock.Pause()
 		defer st.clock.Resume()

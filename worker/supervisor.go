@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -678,7 +679,9 @@ func (p *process) forwardLogs(r io.Reader) {
 	for sc.Scan() {
 		line := sc.Bytes()
 		var rec map[string]any
-		if json.Unmarshal(line, &rec) != nil {
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber() // sizes and counts stay integers: 3604480, not 3.60448e+06
+		if dec.Decode(&rec) != nil {
 			p.workerOutput(strings.ToValidUTF8(string(line), "\uFFFD"))
 			continue
 		}
