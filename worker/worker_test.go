@@ -363,6 +363,18 @@ func TestWorkerIsHardened(t *testing.T) {
 	if cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); cwd != "/" {
 		t.Errorf("worker cwd = %q, want /", cwd)
 	}
+	// Every thread yields the processor to the server: nice is per thread on Linux.
+	threads, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, th := range threads {
+		stat := proc("task/" + th.Name() + "/stat")
+		f := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:]) // f[0] is field 3, state
+		if nice := f[16]; nice != strconv.Itoa(worker.WorkerNice) {
+			t.Errorf("worker thread %s runs at nice %s, want %d", th.Name(), nice, worker.WorkerNice)
+		}
+	}
+	if len(threads) == 0 {
+		t.Error("the worker has no threads in /proc")
+	}
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	for _, fd := range fds {
 		target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
