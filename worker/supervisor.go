@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -296,9 +297,12 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 	defer m.live.Add(-1)
 	c := p.register()
 	defer p.unregister(c.id)
-	// The worker enforces the time limit itself; this deadline is the backstop.
+	// The worker enforces the time limit itself; this clock is the backstop. Like the
+	// worker's, it stands still while the guest waits for an answer (handle).
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, m.limits.Timeout)
+	clock := sandbox.NewClock(m.limits.Timeout)
+	defer clock.Stop()
+	ctx, cancel := sandbox.WithClock(ctx, clock)
 	defer cancel()
 	if err := p.w.send(frameCall, c.id, []byte{entry}, input); err != nil {
 		p.kill("its input could not be written: " + err.Error())
@@ -311,7 +315,7 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 		select {
 		case <-c.wake:
 			for _, f := range p.take(c) {
-				if out, err, finished := m.handle(ctx, p, c, f, h); finished {
+				if out, err, finished := m.handle(ctx, clock, p, c, f, h); finished {
 					return out, err, false
 				}
 			}
@@ -319,14 +323,16 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 			done = nil
 			if parent.Err() != nil {
 				_ = p.w.send(frameCancel, c.id)
-			} // else the worker's own deadline, set when the call arrived, is due now
-			grace = time.After(m.sup.opts.KillGrace)
+				grace = time.After(m.sup.opts.KillGrace)
+			} else { // the worker's own clock, started when the call arrived, is due now
+				grace = time.After(m.grace(clock))
+			}
 		case <-grace:
 			return nil, m.stuck(ctx, parent, p), false
 		case <-p.dead:
 			// Results the worker wrote before it died are still delivered.
 			for _, f := range p.take(c) {
-				if out, err, finished := m.handle(ctx, p, c, f, nil); finished {
+				if out, err, finished := m.handle(ctx, clock, p, c, f, nil); finished {
 					return out, err, false
 				}
 			}
@@ -336,7 +342,7 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 }
 
 // handle acts on one frame of call c. It reports finished with the call's outcome.
-func (m *Module) handle(ctx context.Context, p *process, c *call, f frame, h sandbox.Host) (out []byte, err error, finished bool) {
+func (m *Module) handle(ctx context.Context, clock *sandbox.Clock, p *process, c *call, f frame, h sandbox.Host) (out []byte, err error, finished bool) {
 	switch f.typ {
 	case frameResult:
 		out, err, finished := m.result(p, f.payload)
@@ -369,7 +375,14 @@ func (m *Module) handle(ctx context.Context, p *process, c *call, f frame, h san
 				case <-rctx.Done():
 				}
 			}()
+			wait := sandbox.WaitsForAnswer(method)
+			if wait {
+				clock.Pause()
+			}
 			reply, rerr := h.Request(rctx, method, params)
+			if wait {
+				clock.Resume()
+			}
 			cancel()
 			status, body = replyStatus(reply, rerr)
 		}
@@ -419,6 +432,15 @@ func (m *Module) openFilesNote(p *process) string {
 // openFilesSlack is how close to its open-file limit a worker counts as out of files:
 // when the crash is reported, the crashed instance has closed its own.
 const openFilesSlack = 16
+
+// grace is how long after clock ran out the worker may take to report the call's end
+// before it is killed: KillGrace, and one more for each wait for an answer. The
+// worker's clock stood still from sending the request to reading the reply, this one
+// only from reading the request to sending the reply, so it is ahead by the frames'
+// transit, which a loaded machine can stretch.
+func (m *Module) grace(clock *sandbox.Clock) time.Duration {
+	return m.sup.opts.KillGrace * time.Duration(1+clock.Waits())
+}
 
 // stuck kills a worker whose call did not stop in time and reports the call's end.
 func (m *Module) stuck(ctx, parent context.Context, p *process) error {
@@ -664,7 +686,9 @@ func (p *process) forwardLogs(r io.Reader) {
 	for sc.Scan() {
 		line := sc.Bytes()
 		var rec map[string]any
-		if json.Unmarshal(line, &rec) != nil {
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber() // sizes and counts stay integers: 3604480, not 3.60448e+06
+		if dec.Decode(&rec) != nil {
 			p.workerOutput(strings.ToValidUTF8(string(line), "\uFFFD"))
 			continue
 		}
