@@ -115,7 +115,12 @@ func benchTaskThroughput(b *testing.B, store string, workers int) {
 
 // httpServer serves one plugin in-process over Streamable HTTP.
 func httpServer(b *testing.B, name, path string) (string, *host.Server) {
-	p := testenv.Load(b, testenv.Engine(b), testenv.Spec(b, name, path))
+	return httpServerOf(b, testenv.Spec(b, name, path))
+}
+
+// httpServerOf serves the plugin of spec in-process over Streamable HTTP.
+func httpServerOf(b *testing.B, spec plugins.Spec) (string, *host.Server) {
+	p := testenv.Load(b, testenv.Engine(b), spec)
 	catalog, err := plugins.NewCatalog([]*plugins.Plugin{p})
 	if err != nil {
 		b.Fatal(err)
@@ -169,9 +174,12 @@ func BenchmarkParkedTask(b *testing.B) {
 	} {
 		b.Run(g.name, func(b *testing.B) {
 			const parked = 200
+			// Every parked task holds its instance, and so one of the plugin's
+			// concurrent slots: room for all of them and the warm-up.
+			spec := testenv.Spec(b, g.plugin, g.path)
+			spec.Admission.MaxConcurrent = parked + 1
 			for b.Loop() {
-				url, srv := httpServer(b, g.plugin, g.path)
-				_ = srv
+				url, _ := httpServerOf(b, spec)
 				release := make(chan struct{})
 				c := mcptest.Dial(b, &mcp.StreamableClientTransport{Endpoint: url}, func(*jsonrpc.Request) (any, error) {
 					<-release

@@ -232,9 +232,15 @@ type Plugin struct {
 	// MemoryMiB caps the guest's linear memory, 1..MaxMemoryMiB.
 	// 0 means DefaultMemoryMiB.
 	MemoryMiB int `toml:"memory_mib"`
-	// Timeout bounds one call, MinTimeout..MaxTimeout, written as a
-	// duration string such as "30s" or "1m30s". 0 means DefaultTimeout.
+	// Timeout bounds one call's run time, MinTimeout..MaxTimeout, written as a
+	// duration string such as "30s" or "1m30s"; time the guest spends waiting
+	// for an answer to a request for input does not count (InputTimeout bounds
+	// it). 0 means DefaultTimeout.
 	Timeout Duration `toml:"timeout"`
+	// InputTimeout bounds one wait of the guest for an answer to a request for
+	// input (elicit, elicit_all, sample), MinTimeout..MaxTimeout; in a task it is
+	// also held to the task's ttl. 0 means plugins.DefaultInputTimeout (1h).
+	InputTimeout Duration `toml:"input_timeout"`
 	// MaxInputBytes caps the request document given to the guest,
 	// 1..MaxIOBytes. 0 means DefaultMaxIOBytes.
 	MaxInputBytes int `toml:"max_input_bytes"`
@@ -716,6 +722,9 @@ func (c *Config) finish(name, dir string) []error {
 			if lim.v < 0 || lim.v > lim.max {
 				fail(where, "%s %d out of range 1..%d", lim.key, lim.v, lim.max)
 			}
+		}
+		if d := p.InputTimeout.Duration; d != 0 && (d < MinTimeout || d > MaxTimeout) {
+			fail(where, "input_timeout %v out of range %v..%v", d, MinTimeout, MaxTimeout)
 		}
 		if d := p.QueueTimeout.Duration; d != 0 && (d < MinTimeout || d > MaxTimeout) {
 			fail(where, "queue_timeout %v out of range %v..%v", d, MinTimeout, MaxTimeout)

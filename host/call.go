@@ -33,7 +33,7 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 	// and its guest would hold an instance for nothing. Not where the client may
 	// resume the stream (resumable stateful HTTP, where a guest may also close the
 	// stream on purpose); a task lives on by design.
-	if hr := s.httpReqs.of(req.Extra); hr != nil && (c.stateless || !s.resumable) {
+	if hr := s.httpReqs.of(req.Extra); hr != nil && (c.wire.stateless() || !s.resumable) {
 		var gone context.CancelCauseFunc
 		ctx, gone = context.WithCancelCause(ctx)
 		defer gone(nil)
@@ -54,7 +54,7 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 	// Multi round-trip where the server cannot ask mid-call (2026-07-28), and on the
 	// extension's wire on any session: its clients answer input through it (and
 	// through tasks/update), not as requests from the server.
-	if c.stateless || c.ext {
+	if c.wire.roundTrips() {
 		answers, err := s.replayedAnswers(req.Params, t, c)
 		if err != nil {
 			return nil, err
@@ -101,7 +101,7 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 	select {
 	case task := <-started:
 		moved = true
-		return toExt(task, "task"), nil
+		return c.wire.created(task), nil
 	case o = <-done:
 	case <-ctx.Done():
 		moveMu.Lock()
@@ -127,7 +127,7 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 	case task := <-started:
 		moved = true
 		done <- o
-		return toExt(task, "task"), nil
+		return c.wire.created(task), nil
 	default:
 	}
 	if b.mrtr != nil {
@@ -156,11 +156,7 @@ func (s *Server) inputRequired(t *plugins.Tool, args json.RawMessage, c caller, 
 	if err != nil {
 		return nil, invalidParams("%v", err)
 	}
-	res := &inputRequiredResult{ResultType: "input_required", InputRequests: reqs, RequestState: state}
-	if !c.stateless {
-		res.Content = &[]mcp.Content{}
-	}
-	return res, nil
+	return c.wire.inputRequired(reqs, state), nil
 }
 
 // replayedAnswers checks a repeated call's requestState and returns every answer the

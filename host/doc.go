@@ -17,6 +17,11 @@
 // arrive, sessions are capped and expire when idle, and a POST without a session other
 // than initialize gets HTTP 400.
 //
+// Tasks come in two lines, MCP 2025-11-25's and the 2026-07-28 extension's, and each
+// request gets one wire, chosen once (callerOf in caller.go) and answering for
+// everything wire-specific: wire.go names them, wire_2025.go, wire_ext.go and
+// wire_none.go implement them, and testdata/wire holds a golden transcript of each.
+//
 //	srv := host.New(catalog, host.Options{Logger: logger})
 //	err := srv.ServeStdio(ctx)                         // or
 //	err = http.ListenAndServe(addr, srv.HTTPHandler())  // endpoint /mcp

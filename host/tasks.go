@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"reflect"
 	"strings"
 	"time"
 
@@ -17,276 +15,70 @@ import (
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 )
 
-// relatedTaskKey is the _meta key that ties a message to its task (MCP 2025-11-25).
-const relatedTaskKey = "io.modelcontextprotocol/related-task"
+// What every wire shares of tasks: starting one, recording its outcome, delivering
+// its requests for input, and showing Tasks in initialize and tools/list.
 
-// localOwner owns every task created over a stream transport (stdio): the local user.
-const localOwner = "local"
-
-// owner is who a session's tasks belong to: the local user on stdio, the session on
-// Streamable HTTP (no authentication is configured; an identity would take its place).
-func owner(ss *mcp.ServerSession) string {
-	if id := ss.ID(); id != "" {
-		return "session:" + id
-	}
-	return localOwner
-}
-
-// wireTask is a Task on the 2025-11-25 wire.
-type wireTask struct {
-	TaskID        string `json:"taskId"`
-	Status        string `json:"status"`
-	StatusMessage string `json:"statusMessage,omitempty"`
-	CreatedAt     string `json:"createdAt"`
-	LastUpdatedAt string `json:"lastUpdatedAt"`
-	TTL           int64  `json:"ttl"`
-	PollInterval  int64  `json:"pollInterval,omitempty"`
-}
-
-func toWire(t tasks.Task) wireTask {
-	return wireTask{
-		TaskID: t.ID, Status: string(t.Status), StatusMessage: t.StatusMessage,
-		CreatedAt: t.CreatedAt.Format(time.RFC3339Nano), LastUpdatedAt: t.LastUpdatedAt.Format(time.RFC3339Nano),
-		TTL: t.TTL.Milliseconds(), PollInterval: t.PollInterval.Milliseconds(),
-	}
-}
-
-type createTaskResult struct {
-	mcp.ResultBase
-	Task wireTask `json:"task"`
-}
-
-type taskResult struct { // tasks/get, tasks/cancel
-	mcp.ResultBase
-	wireTask
-}
-
-type listTasksResult struct {
-	mcp.ResultBase
-	Tasks      []wireTask `json:"tasks"`
-	NextCursor string     `json:"nextCursor,omitempty"`
-}
-
-type taskIDParams struct {
-	mcp.ParamsBase
-	TaskID string `json:"taskId"`
-}
-
-type listTasksParams struct {
-	mcp.ParamsBase
-	Cursor string `json:"cursor,omitempty"`
-}
-
-// rawResult is a stored tool result, answered by tasks/result with the related-task
-// _meta added.
-type rawResult struct {
-	mcp.ResultBase
-	raw    json.RawMessage
-	taskID string
-}
-
-func (r *rawResult) MarshalJSON() ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(r.raw, &m); err != nil {
-		return nil, err
-	}
-	meta := map[string]any{}
-	if old, ok := m["_meta"]; ok {
-		if err := json.Unmarshal(old, &meta); err != nil {
-			return nil, err
+// startTask starts a task running tool t for c. With run nil the task runs the tool;
+// otherwise run is its work (a call already under way that the guest moved into a
+// task).
+func (s *Server) startTask(req *mcp.CallToolRequest, t *plugins.Tool, c caller, ttl time.Duration, run func(ctx context.Context, b *bridge) (*mcp.CallToolResult, error)) (tasks.Task, error) {
+	ss := req.Session
+	args, progressToken := req.Params.Arguments, req.Params.GetProgressToken()
+	if run == nil {
+		run = func(ctx context.Context, b *bridge) (*mcp.CallToolResult, error) {
+			return s.runTool(ctx, t, args, b)
 		}
 	}
-	meta[relatedTaskKey] = map[string]string{"taskId": r.taskID}
-	b, err := json.Marshal(meta)
+	// The task runs detached from the request: its context carries none of the
+	// request's values, so that what it sends later is routed to the session, not to a
+	// response stream that has closed.
+	task, err := s.tasks.Start(context.Background(), tasks.Requester{Owner: c.owner, Source: c.source}, ttl, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+		b := &bridge{session: ss, tool: t, logger: s.logger, progressToken: progressToken, srv: s, caps: c.caps,
+			task: h, owner: c.owner, push: c.wire.pushesInput()}
+		res, err := run(ctx, b)
+		return taskOutcome(res, err)
+	})
 	if err != nil {
-		return nil, err
-	}
-	m["_meta"] = b
-	return json.Marshal(m)
-}
-
-// methodNotFound is a -32601 error that keeps its message: the go-sdk replaces the
-// message of any error that is a *jsonrpc.Error with that code by a generic one.
-func methodNotFound(format string, args ...any) error {
-	return &codedError{code: jsonrpc.CodeMethodNotFound, msg: fmt.Sprintf(format, args...)}
-}
-
-type codedError struct {
-	code int64
-	msg  string
-}
-
-func (e *codedError) Error() string { return e.msg }
-
-// As lets the SDK find the code (errors.As) without treating the error as its own
-// method-not-found sentinel (errors.Is).
-func (e *codedError) As(target any) bool {
-	if p, ok := target.(**jsonrpc.Error); ok {
-		*p = &jsonrpc.Error{Code: e.code, Message: e.msg}
-		return true
-	}
-	return false
-}
-
-func invalidParams(format string, args ...any) error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
-}
-
-// taskError maps the task model's errors onto the spec's codes.
-func taskError(err error, id string) error {
-	switch {
-	case errors.Is(err, tasks.ErrNotFound):
-		return invalidParams("task %q not found (it may have expired)", id)
-	case errors.Is(err, tasks.ErrTerminal):
-		return invalidParams("cannot cancel task %q: %v", id, err)
-	case errors.Is(err, tasks.ErrBadCursor):
-		return invalidParams("invalid cursor")
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-}
-
-// registerTaskMethods adds the tasks/* methods: those of MCP 2025-11-25, and of the
-// Tasks extension (ext.go), which shares tasks/get and tasks/cancel and branches on
-// the caller.
-func (s *Server) registerTaskMethods() error {
-	return errors.Join(
-		mcp.AddReceivingCustomMethod(s.mcp, "tasks/get", s.tasksGet),
-		mcp.AddReceivingCustomMethod(s.mcp, "tasks/result", func(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
-			if err := legacyOnly(callerFrom(ctx, ss), "tasks/result"); err != nil {
-				return nil, err
-			}
-			return s.taskResult(ctx, ss, p)
-		}),
-		mcp.AddReceivingCustomMethod(s.mcp, "tasks/list", func(ctx context.Context, ss *mcp.ServerSession, p *listTasksParams) (mcp.Result, error) {
-			c := callerFrom(ctx, ss)
-			if err := legacyOnly(c, "tasks/list"); err != nil {
-				return nil, err
-			}
-			cursor := ""
-			if p != nil {
-				cursor = p.Cursor
-			}
-			page, next, err := s.tasks.List(ctx, c.owner, cursor)
-			if err != nil {
-				return nil, taskError(err, "")
-			}
-			res := &listTasksResult{Tasks: make([]wireTask, len(page)), NextCursor: next}
-			for i, t := range page {
-				res.Tasks[i] = toWire(t)
-			}
-			return res, nil
-		}),
-		mcp.AddReceivingCustomMethod(s.mcp, "tasks/cancel", s.tasksCancel),
-		s.registerExtMethods(),
-	)
-}
-
-// legacyOnly refuses, on the extension's line (2026-07-28, or a session that chose the
-// extension), a 2025-11-25 method that the Tasks extension removed.
-func legacyOnly(c caller, method string) error {
-	if c.extLine {
-		return methodNotFound("%s is not part of the Tasks extension (%s): tasks/get inlines the result", method, extensionID)
-	}
-	return nil
-}
-
-// extGate answers the wire a tasks/get or tasks/cancel comes in on: the extension's
-// (true), the 2025-11-25 one (false), or an error for a request on the extension's
-// line that did not declare the extension.
-func extGate(c caller, method string) (bool, error) {
-	switch {
-	case c.ext:
-		return true, nil
-	case c.extLine:
-		return false, missingExtension("%s belongs to the Tasks extension; declare %q in the client capabilities", method, extensionID)
-	}
-	return false, nil
-}
-
-func (s *Server) tasksGet(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
-	c := callerFrom(ctx, ss)
-	ext, err := extGate(c, "tasks/get")
-	if err != nil {
-		return nil, err
-	}
-	if p == nil || p.TaskID == "" {
-		return nil, invalidParams("taskId is required")
-	}
-	if ext {
-		return s.extGet(ctx, c, p.TaskID)
-	}
-	t, err := s.tasks.Get(ctx, c.owner, p.TaskID)
-	if err != nil {
-		return nil, taskError(err, p.TaskID)
-	}
-	return &taskResult{wireTask: toWire(t)}, nil
-}
-
-func (s *Server) tasksCancel(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
-	c := callerFrom(ctx, ss)
-	ext, err := extGate(c, "tasks/cancel")
-	if err != nil {
-		return nil, err
-	}
-	if p == nil || p.TaskID == "" {
-		return nil, invalidParams("taskId is required")
-	}
-	if ext {
-		return s.extCancel(ctx, c, p.TaskID)
-	}
-	t, err := s.tasks.Cancel(ctx, c.owner, p.TaskID)
-	if err != nil {
-		return nil, taskError(err, p.TaskID)
-	}
-	return &taskResult{wireTask: toWire(t)}, nil
-}
-
-// taskResult blocks until the task is terminal and answers exactly what the call would
-// have. While it waits on Streamable HTTP, it carries the task's pending input requests
-// on its own response stream, for clients that only listen there.
-func (s *Server) taskResult(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*rawResult, error) {
-	if p == nil || p.TaskID == "" {
-		return nil, invalidParams("taskId is required")
-	}
-	own := callerFrom(ctx, ss).owner
-	sent := map[string]bool{}
-	for {
-		t, inputs, changed, err := s.tasks.Watch(ctx, own, p.TaskID)
-		if err != nil {
-			return nil, taskError(err, p.TaskID)
+		if errors.Is(err, tasks.ErrTooMany) || errors.Is(err, tasks.ErrStoreFull) {
+			return tasks.Task{}, &jsonrpc.Error{Code: codeLimit, Message: err.Error()}
 		}
-		if changed == nil {
-			return finalResult(t)
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	return task, nil
+}
+
+// taskOutcome is what a task records of a tool's result or error. A result with
+// isError is stored as a failure with its result; each wire names that as its
+// version of the spec says.
+func taskOutcome(res *mcp.CallToolResult, err error) (json.RawMessage, string, *tasks.Error) {
+	if err != nil {
+		var wire *jsonrpc.Error
+		if errors.As(err, &wire) {
+			return nil, "", &tasks.Error{Code: wire.Code, Message: wire.Message, Data: wire.Data}
 		}
-		// On stdio the first delivery already went down the same pipe.
-		if own != localOwner {
-			for _, in := range inputs {
-				if !sent[in.Key] {
-					sent[in.Key] = true
-					go s.deliverInput(ctx, ss, own, p.TaskID, in)
-				}
+		return nil, "", &tasks.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	raw, merr := json.Marshal(res)
+	if merr != nil {
+		return nil, "", &tasks.Error{Code: jsonrpc.CodeInternalError, Message: merr.Error()}
+	}
+	if res.IsError {
+		return raw, "tool returned an error: " + firstText(res, 200), nil
+	}
+	return raw, "", nil
+}
+
+func firstText(res *mcp.CallToolResult, n int) string {
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			s := strings.TrimSpace(tc.Text)
+			if len(s) > n {
+				s = s[:n] + "…"
 			}
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+			return s
 		}
 	}
-}
-
-func finalResult(t tasks.Task) (*rawResult, error) {
-	switch {
-	case t.Error != nil:
-		return nil, &jsonrpc.Error{Code: t.Error.Code, Message: t.Error.Message, Data: t.Error.Data}
-	case t.Status == tasks.Cancelled:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %q was cancelled; it has no result", t.ID)}
-	case t.Result == nil: // failed without running to an outcome: a restart or shutdown
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %q has no result: %s", t.ID, t.StatusMessage)}
-	}
-	return &rawResult{raw: t.Result, taskID: t.ID}, nil
+	return "(no text)"
 }
 
 // deliverInput sends a pending request (elicitation or sampling) to the client with ctx's routing (the
@@ -348,140 +140,6 @@ func busyError(ctx context.Context, s *Server, err error) *jsonrpc.Error {
 // codeRejectedByTransport is the go-sdk's code for a message its Streamable HTTP
 // transport could not deliver (no stream open for it); the request stays pending.
 const codeRejectedByTransport = -32005
-
-// taskParams is what a client sent as params.task.
-type taskParams struct {
-	TTL *int64 `json:"ttl"`
-}
-
-// taskRequest extracts the lifted params.task from a tools/call, removing it from
-// _meta so that nothing downstream sees it.
-func taskRequest(p *mcp.CallToolParamsRaw) (*taskParams, error) {
-	raw, ok := p.Meta[taskMetaKey]
-	if !ok {
-		return nil, nil
-	}
-	delete(p.Meta, taskMetaKey)
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return nil, err
-	}
-	var tp taskParams
-	if err := json.Unmarshal(b, &tp); err != nil {
-		return nil, fmt.Errorf(`params.task must be an object such as {"ttl": 60000} (ttl in whole milliseconds, optional): %s`, b)
-	}
-	if tp.TTL != nil && *tp.TTL < 0 {
-		return nil, errors.New("params.task.ttl must not be negative")
-	}
-	return &tp, nil
-}
-
-// middleware adds Tasks to the methods the SDK serves: capabilities in initialize,
-// execution.taskSupport in tools/list, tools/call directly or as a task, and the
-// caller (see callerOf) in the context of every method.
-func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		ss, _ := req.GetSession().(*mcp.ServerSession)
-		if ss == nil {
-			return next(ctx, method, req)
-		}
-		c := callerOf(ss, requestMeta(req), req.GetExtra())
-		if c.owner == anonymousOwner {
-			c.source = s.anonymousSource(req.GetExtra())
-		}
-		ctx = withCaller(ctx, c)
-		switch method {
-		case "initialize":
-			res, err := next(ctx, method, req)
-			if r, ok := res.(*mcp.InitializeResult); ok && err == nil {
-				ip, _ := req.GetParams().(*mcp.InitializeParams)
-				return &initializeResult{r, ip != nil && extensionSession(ip)}, nil
-			}
-			return res, err
-		case "tools/list":
-			res, err := next(ctx, method, req)
-			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil && !c.extLine {
-				return &listToolsResult{r, s.catalog}, nil
-			}
-			return res, err
-		case "tools/call":
-			if r, ok := req.(*mcp.CallToolRequest); ok {
-				return s.callTool(ctx, r, c, next)
-			}
-		}
-		return next(ctx, method, req)
-	}
-}
-
-// requestMeta returns a request's params._meta, if any.
-func requestMeta(req mcp.Request) map[string]any {
-	p, ok := req.GetParams().(interface{ GetMeta() map[string]any })
-	if !ok || p == nil {
-		return nil
-	}
-	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
-		return nil // a typed nil: the request had no params
-	}
-	return p.GetMeta()
-}
-
-func hasExtension(caps *mcp.ClientCapabilities) bool {
-	if caps == nil {
-		return false
-	}
-	_, ok := caps.Extensions[extensionID]
-	return ok
-}
-
-// callTool routes a tools/call: directly or as a task, by the rules of the caller's
-// wire.
-func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, c caller, next mcp.MethodHandler) (mcp.Result, error) {
-	tp, err := taskRequest(req.Params)
-	if err != nil && !c.ext && !c.extLine {
-		return nil, invalidParams("%v", err)
-	}
-	t, ok := s.catalog.Lookup(req.Params.Name)
-	if !ok {
-		return next(ctx, "tools/call", req) // the SDK answers for unknown tools
-	}
-	if c.ext || c.extLine {
-		return s.callToolExt(ctx, req, t, c, next)
-	}
-	switch {
-	case tp != nil && t.TaskSupport == plugins.TaskForbidden:
-		return nil, methodNotFound("tool %q does not support task execution; call it without params.task", t.Name)
-	case tp == nil && t.TaskSupport == plugins.TaskRequired:
-		return nil, methodNotFound("tool %q must be called as a task (execution.taskSupport is required); add params.task", t.Name)
-	case tp == nil:
-		return next(ctx, "tools/call", req)
-	}
-	if err := t.CheckArguments(ctx, req.Params.Arguments); err != nil {
-		return nil, invalidParams("%v", err)
-	}
-	var ttl time.Duration
-	if tp.TTL != nil {
-		// Saturate instead of overflowing; the manager clamps to max_ttl.
-		ttl = time.Duration(min(*tp.TTL, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
-	}
-	task, err := s.startTask(req, t, c, ttl, nil)
-	if err != nil {
-		return nil, err
-	}
-	return &createTaskResult{Task: toWire(task)}, nil
-}
-
-func firstText(res *mcp.CallToolResult, n int) string {
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			s := strings.TrimSpace(tc.Text)
-			if len(s) > n {
-				s = s[:n] + "…"
-			}
-			return s
-		}
-	}
-	return "(no text)"
-}
 
 // initializeResult shows the session's Tasks in the SDK's InitializeResult: the
 // extension (as server/discover does) for a session that chose it

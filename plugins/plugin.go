@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
@@ -42,7 +43,14 @@ type Spec struct {
 	// Admission bounds the plugin's concurrent and queued calls; the zero value means
 	// the defaults (see [Admission]).
 	Admission Admission
+	// InputTimeout bounds one wait of a call for an answer to a request for input;
+	// 0 means [DefaultInputTimeout].
+	InputTimeout time.Duration
 }
+
+// DefaultInputTimeout is how long a call waits for an answer to a request for input
+// when its plugin names no InputTimeout: approvals take minutes or hours.
+const DefaultInputTimeout = time.Hour
 
 // Runner runs a plugin's guest code, each call in a fresh instance: in this process
 // (*sandbox.Module) or in a worker process (*worker.Module).
@@ -73,6 +81,8 @@ type Plugin struct {
 	Templates   []*ResourceTemplate
 	Prompts     []*Prompt
 	Completions bool // the guest completes its prompts' and templates' arguments
+	// InputTimeout bounds one wait for an answer to a request for input (never 0).
+	InputTimeout time.Duration
 }
 
 // qualify returns the name clients see for a tool or prompt the guest calls name.
@@ -144,7 +154,10 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 	if err != nil {
 		return nil, fmt.Errorf("describe plugin %q: %w", s.Name, err)
 	}
-	p := &Plugin{Name: s.Name, Prefix: s.Prefix, Module: m, Isolated: s.Workers != nil}
+	p := &Plugin{Name: s.Name, Prefix: s.Prefix, Module: m, Isolated: s.Workers != nil, InputTimeout: s.InputTimeout}
+	if p.InputTimeout <= 0 {
+		p.InputTimeout = DefaultInputTimeout
+	}
 	switch {
 	case s.Unprefixed:
 		p.Prefix = ""

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -139,11 +140,16 @@ func (m *Module) Call(ctx context.Context, input []byte, h Host) ([]byte, error)
 }
 
 func (m *Module) run(ctx context.Context, export string, input []byte, h Host, maxOutput int) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.limits.Timeout)
+	// The time limit is a run-time budget, not a deadline: it stands still while the
+	// guest waits for an answer (request), which may take a person hours.
+	clock := NewClock(m.limits.Timeout)
+	defer clock.Stop()
+	ctx, cancel := WithClock(ctx, clock)
 	defer cancel()
 	limits := m.limits
 	limits.MaxOutputBytes = maxOutput
 	st := newCallState(input, h, limits)
+	st.clock, st.logger = clock, m.logger
 	ctx = withCallState(ctx, st)
 	mod, err := m.instantiate(ctx, st)
 	if err != nil {
@@ -185,12 +191,24 @@ func callExport(ctx context.Context, mod api.Module, export string) ([]uint64, e
 // instantiate creates a fresh instance; ctx must carry st (withCallState).
 func (m *Module) instantiate(ctx context.Context, st *callState) (api.Module, error) {
 	m.instances.Add(1)
-	cfg := m.config.WithStdout(&st.stdout).WithStderr(&st.stderr).WithNanosleep(sleeper(ctx))
-	mod, err := m.runtime.InstantiateModule(ctx, m.compiled, cfg)
-	if err == nil {
-		m.live.Add(1)
+	mem, err := m.pool.get(m.memory)
+	if err != nil {
+		st.memoryErr = err
+		return nil, err
 	}
-	return mod, err
+	cfg := m.config.WithStdout(&st.stdout).WithStderr(&st.stderr).WithNanosleep(sleeper(ctx))
+	mod, err := m.runtime.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), m.compiled, cfg)
+	if err != nil {
+		if mod != nil {
+			_ = mod.Close(context.WithoutCancel(ctx))
+		}
+		m.pool.put(mem)
+		return nil, err
+	}
+	st.memory = mem
+	m.live.Add(1)
+	m.releaser.begin()
+	return mod, nil
 }
 
 // sleeper is the guest's sleep (WASI poll_oneoff on a clock): real time, but it ends
@@ -208,13 +226,20 @@ func sleeper(ctx context.Context) sys.Nanosleep {
 }
 
 // close tears an instance down, also after its context ended.
+// Its linear memory goes back to the engine's pool, beyond warmBytes to the operating
+// system at once.
 func (m *Module) close(ctx context.Context, mod api.Module) {
 	mod.Close(context.WithoutCancel(ctx))
+	if st, ok := ctx.Value(callStateKey{}).(*callState); ok && st.memory != nil {
+		m.pool.put(st.memory)
+		st.memory = nil
+	}
 	m.live.Add(-1)
+	m.releaser.end()
 }
 
 // guestError turns an error from instantiating or calling a guest into a GuestError.
-// ctx is the call's context, whose deadline is the plugin's time limit.
+// ctx is the call's context, which ends when the plugin's time limit is spent (WithClock).
 func (m *Module) guestError(ctx context.Context, st *callState, err error) error {
 	m.flushStdio(ctx, st)
 	var exit *sys.ExitError
@@ -226,6 +251,10 @@ func (m *Module) guestError(ctx context.Context, st *callState, err error) error
 	case errors.As(err, &exit):
 		return &GuestError{Kind: KindExit, Err: err,
 			Message: fmt.Sprintf("plugin %q exited with code %d%s", m.name, exit.ExitCode(), st.stderrTail())}
+	case st.memoryErr != nil:
+		return &GuestError{Kind: KindOutOfMemory, Err: err, Message: fmt.Sprintf(
+			"plugin %q ran out of memory: no room for another instance of up to %d MiB (%v); too many calls at once",
+			m.name, m.limits.MemoryMiB, st.memoryErr)}
 	case st.outOfMemory():
 		return &GuestError{Kind: KindOutOfMemory, Err: err,
 			Message: fmt.Sprintf("plugin %q ran out of memory (limit %d MiB)", m.name, m.limits.MemoryMiB)}

@@ -15,6 +15,12 @@
 // length against the guest's memory and the limits in docs/ABI.md, copy what they read,
 // and answer bad input with a status code, never a panic.
 //
+// A plugin's memory_mib ([Limits.MemoryMiB]) bounds what one instance holds: its tables
+// (8 bytes per element, at their maximum; a table without one is held to its minimum)
+// plus its linear memory, which is an address-space reservation of the rest, grown in
+// place and reused, zeroed, by later instances (memory.go, tables.go). After a burst of
+// calls the engine gives its idle memory back to the operating system (release.go).
+//
 // Typical use:
 //
 //	e, _ := sandbox.NewEngine(ctx, sandbox.Options{CacheDir: dir})

@@ -43,8 +43,10 @@ type Options struct {
 // Engine owns what plugins share: the compilation cache and the logger. It is safe for
 // concurrent use.
 type Engine struct {
-	cache  wazero.CompilationCache
-	logger *slog.Logger
+	cache    wazero.CompilationCache
+	logger   *slog.Logger
+	releaser *releaser
+	pool     *memoryPool
 }
 
 // NewEngine creates an engine. Close it to release the compilation cache.
@@ -61,17 +63,24 @@ func NewEngine(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		cache = c
 	}
-	return &Engine{cache: cache, logger: logger}, nil
+	pool := &memoryPool{}
+	return &Engine{cache: cache, logger: logger, releaser: newReleaser(pool), pool: pool}, nil
 }
 
 // Close releases the compilation cache. Close every Module first.
 func (e *Engine) Close(ctx context.Context) error {
+	e.releaser.close()
+	e.pool.drain()
 	return e.cache.Close(ctx)
 }
 
+// Releases returns how many times the engine has given memory back to the operating
+// system after a burst of calls.
+func (e *Engine) Releases() int64 { return e.releaser.releases.Load() }
+
 // Limits bound one plugin's calls.
 type Limits struct {
-	MemoryMiB      int           // linear memory ceiling; 0 means 64
+	MemoryMiB      int           // memory ceiling of one instance, linear memory and tables; 0 means 64
 	Timeout        time.Duration // wall-clock time of one call; 0 means 30s
 	MaxInputBytes  int           // the call input document; 0 means 1 MiB
 	MaxOutputBytes int           // the output document; 0 means 1 MiB
@@ -125,6 +134,9 @@ type Module struct {
 	compiled wazero.CompiledModule
 	config   wazero.ModuleConfig
 	mounts   []*rootfs.FS // the granted directories, closed after the runtime
+	memory   uint64       // bytes an instance's linear memory may grow to: the limit less its tables
+	releaser *releaser    // the engine's
+	pool     *memoryPool  // the engine's
 
 	instances atomic.Int64 // created so far
 	live      atomic.Int64 // not yet closed
@@ -148,7 +160,11 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 		}
 	}()
 
-	compiled, err := rt.CompileModule(ctx, spec.Wasm)
+	wasm, tables, err := boundTables(spec.Wasm)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q is not a valid WebAssembly module: %w", spec.Name, err)
+	}
+	compiled, err := rt.CompileModule(ctx, wasm)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q is not a valid WebAssembly module: %w", spec.Name, err)
 	}
@@ -167,6 +183,15 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 	if err := checkExports(compiled); err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
 	}
+	limitBytes := uint64(limits.MemoryMiB) << 20
+	mem := compiled.ExportedMemories()["memory"]
+	if err := checkTables(tables, uint64(mem.Min())<<16, limitBytes); err != nil {
+		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
+	}
+	memory := limitBytes - tablesBytes(tables)
+	if max, ok := mem.Max(); ok {
+		memory = min(memory, uint64(max)<<16) // reserve no more than the guest may use
+	}
 	for _, c := range []wazero.CompiledModule{wasi, host} {
 		if _, err := rt.InstantiateModule(ctx, c, wazero.NewModuleConfig()); err != nil {
 			return nil, fmt.Errorf("instantiate host modules for plugin %q: %w", spec.Name, err)
@@ -184,6 +209,9 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 		compiled: compiled,
 		config:   config,
 		mounts:   mounts,
+		memory:   memory,
+		releaser: e.releaser,
+		pool:     e.pool,
 	}
 	if err := m.checkVersion(ctx); err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)

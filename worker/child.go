@@ -61,7 +61,9 @@ type initDoc struct {
 	Dirs      []sandbox.Dir     `json:"dirs"`
 	CacheDir  string            `json:"cacheDir"`
 	GCPercent int               `json:"gcPercent"`
-	Harden    hardening         `json:"harden"`
+	// HeapLimitMiB is the Go memory limit (memoryPlan.HeapMiB); 0 leaves the default.
+	HeapLimitMiB uint64    `json:"heapLimitMiB"`
+	Harden       hardening `json:"harden"`
 }
 
 // Serve is a worker: it reads the init frame, loads the plugin, then runs calls until
@@ -81,6 +83,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Logger
 	if doc.GCPercent != 0 {
 		debug.SetGCPercent(doc.GCPercent)
 	}
+	applyHeapLimit(doc.HeapLimitMiB)
 	mod, err := load(ctx, doc, wasm, logger)
 	if err != nil {
 		_ = w.send(frameReady, 0, []byte(err.Error()))

@@ -24,5 +24,7 @@
 // A worker starts with an empty environment, no inherited file descriptors beyond the
 // channel and stderr, the root directory as its working directory, resource limits
 // (open files, core dumps, file size, address space) and, where the kernel allows, a
-// seccomp filter that refuses sockets and exec.
+// seccomp filter that refuses sockets and exec. Its Go memory limit and address space
+// are sized for [Spec.MaxConcurrent] calls at the plugin's memory limit (memory.go); a
+// worker that runs out of memory all the same tells every call it held.
 package worker

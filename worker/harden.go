@@ -7,6 +7,9 @@ type hardening struct {
 	OpenFiles uint64 `json:"openFiles"`
 	// AddressSpaceMiB caps virtual memory (RLIMIT_AS); 0 leaves it alone.
 	AddressSpaceMiB uint64 `json:"addressSpaceMiB"`
+	// Nice is the scheduling priority (nice value, 0-19) of every thread of the worker;
+	// 0 leaves it alone.
+	Nice int `json:"nice"`
 	// Seccomp installs a filter that refuses sockets, exec, ptrace and other system
 	// calls a worker never needs, where the platform supports it.
 	Seccomp bool `json:"seccomp"`

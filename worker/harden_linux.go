@@ -2,6 +2,8 @@ package worker
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"syscall"
 	"unsafe"
 )
@@ -24,10 +26,43 @@ func harden(h hardening) error {
 			return fmt.Errorf("limit %s to %d: %w", l.name, l.value, err)
 		}
 	}
+	if h.Nice > 0 {
+		if err := renice(h.Nice); err != nil {
+			return err
+		}
+	}
 	if h.Seccomp && seccompArch != 0 {
 		return installSeccomp()
 	}
 	return nil
+}
+
+// renice sets the nice value of every thread of this process. Linux keeps it per
+// thread, and a new thread takes its creator's: once every thread has it, so does
+// every thread the Go runtime starts later. A thread started during a pass by one not
+// yet reniced is caught by the next pass; it ends when a pass finds no new thread.
+func renice(nice int) error {
+	done := map[int]bool{}
+	for {
+		tids, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return fmt.Errorf("renice: %w", err)
+		}
+		fresh := false
+		for _, t := range tids {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || done[tid] {
+				continue
+			}
+			fresh, done[tid] = true, true
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && err != syscall.ESRCH {
+				return fmt.Errorf("renice thread %d to %d: %w", tid, nice, err)
+			}
+		}
+		if !fresh {
+			return nil
+		}
+	}
 }
 
 // Seccomp BPF, as in linux/filter.h and linux/seccomp.h.

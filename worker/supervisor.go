@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -25,6 +26,12 @@ import (
 // its cancellation before the supervisor kills the worker. wazero stops a looping guest
 // in well under a millisecond; only a guest that cannot be interrupted takes longer.
 const DefaultKillGrace = 50 * time.Millisecond
+
+// WorkerNice is the nice value every worker runs at: guest code is the untrusted,
+// CPU-hungry part, and the server's own work (answering tasks/get, delivering a
+// cancel, starting the next call) must not wait behind it for a core. At 10 a worker
+// gets about a tenth of a core's time against one server thread that wants it.
+const WorkerNice = 10
 
 // startTimeout bounds starting a worker and loading its plugin (compilation included).
 const startTimeout = 2 * time.Minute
@@ -144,15 +151,18 @@ type Module struct {
 
 // Load starts a worker for the plugin and waits until it has compiled the module and
 // checked its ABI version. Errors say what the worker reported.
+// Each worker is sized (open files, memory) for spec.MaxConcurrent calls at once.
 func (s *Supervisor) Load(ctx context.Context, spec Spec) (*Module, error) {
 	limits := spec.Limits.WithDefaults()
 	files := openFiles(spec.MaxConcurrent, len(spec.Grants.Dirs))
+	mem := planMemory(limits, spec.MaxConcurrent)
 	doc, err := json.Marshal(initDoc{
 		Name: spec.Name, Limits: limits, Env: spec.Grants.Env, Dirs: spec.Grants.Dirs,
-		CacheDir: s.opts.CacheDir, GCPercent: s.opts.GCPercent,
+		CacheDir: s.opts.CacheDir, GCPercent: s.opts.GCPercent, HeapLimitMiB: mem.HeapMiB,
 		Harden: hardening{
 			OpenFiles:       files,
-			AddressSpaceMiB: addressSpaceMiB(limits),
+			AddressSpaceMiB: mem.AddressSpaceMiB,
+			Nice:            WorkerNice,
 			Seccomp:         !s.opts.NoSeccomp,
 		},
 	})
@@ -287,9 +297,12 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 	defer m.live.Add(-1)
 	c := p.register()
 	defer p.unregister(c.id)
-	// The worker enforces the time limit itself; this deadline is the backstop.
+	// The worker enforces the time limit itself; this clock is the backstop. Like the
+	// worker's, it stands still while the guest waits for an answer (handle).
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, m.limits.Timeout)
+	clock := sandbox.NewClock(m.limits.Timeout)
+	defer clock.Stop()
+	ctx, cancel := sandbox.WithClock(ctx, clock)
 	defer cancel()
 	if err := p.w.send(frameCall, c.id, []byte{entry}, input); err != nil {
 		p.kill("its input could not be written: " + err.Error())
@@ -302,7 +315,7 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 		select {
 		case <-c.wake:
 			for _, f := range p.take(c) {
-				if out, err, finished := m.handle(ctx, p, c, f, h); finished {
+				if out, err, finished := m.handle(ctx, clock, p, c, f, h); finished {
 					return out, err, false
 				}
 			}
@@ -310,14 +323,16 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 			done = nil
 			if parent.Err() != nil {
 				_ = p.w.send(frameCancel, c.id)
-			} // else the worker's own deadline, set when the call arrived, is due now
-			grace = time.After(m.sup.opts.KillGrace)
+				grace = time.After(m.sup.opts.KillGrace)
+			} else { // the worker's own clock, started when the call arrived, is due now
+				grace = time.After(m.grace(clock))
+			}
 		case <-grace:
 			return nil, m.stuck(ctx, parent, p), false
 		case <-p.dead:
 			// Results the worker wrote before it died are still delivered.
 			for _, f := range p.take(c) {
-				if out, err, finished := m.handle(ctx, p, c, f, nil); finished {
+				if out, err, finished := m.handle(ctx, clock, p, c, f, nil); finished {
 					return out, err, false
 				}
 			}
@@ -327,7 +342,7 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 }
 
 // handle acts on one frame of call c. It reports finished with the call's outcome.
-func (m *Module) handle(ctx context.Context, p *process, c *call, f frame, h sandbox.Host) (out []byte, err error, finished bool) {
+func (m *Module) handle(ctx context.Context, clock *sandbox.Clock, p *process, c *call, f frame, h sandbox.Host) (out []byte, err error, finished bool) {
 	switch f.typ {
 	case frameResult:
 		out, err, finished := m.result(p, f.payload)
@@ -360,7 +375,14 @@ func (m *Module) handle(ctx context.Context, p *process, c *call, f frame, h san
 				case <-rctx.Done():
 				}
 			}()
+			wait := sandbox.WaitsForAnswer(method)
+			if wait {
+				clock.Pause()
+			}
 			reply, rerr := h.Request(rctx, method, params)
+			if wait {
+				clock.Resume()
+			}
 			cancel()
 			status, body = replyStatus(reply, rerr)
 		}
@@ -411,6 +433,15 @@ func (m *Module) openFilesNote(p *process) string {
 // when the crash is reported, the crashed instance has closed its own.
 const openFilesSlack = 16
 
+// grace is how long after clock ran out the worker may take to report the call's end
+// before it is killed: KillGrace, and one more for each wait for an answer. The
+// worker's clock stood still from sending the request to reading the reply, this one
+// only from reading the request to sending the reply, so it is ahead by the frames'
+// transit, which a loaded machine can stretch.
+func (m *Module) grace(clock *sandbox.Clock) time.Duration {
+	return m.sup.opts.KillGrace * time.Duration(1+clock.Waits())
+}
+
 // stuck kills a worker whose call did not stop in time and reports the call's end.
 func (m *Module) stuck(ctx, parent context.Context, p *process) error {
 	kind, reason, why := sandbox.KindTimeout, "it exceeded its time limit of "+m.limits.Timeout.String(), "it did not stop at its time limit"
@@ -425,6 +456,9 @@ func (m *Module) stuck(ctx, parent context.Context, p *process) error {
 
 // lost reports a call whose worker stopped under it.
 func (m *Module) lost(p *process) error {
+	if line, ok := p.ranOutOfMemory(); ok {
+		return m.lostToMemory(line)
+	}
 	return &sandbox.GuestError{Kind: sandbox.KindAborted, Message: fmt.Sprintf(
 		"plugin %q: the worker process running this call stopped (%s); the call did not finish and may be retried",
 		m.name, p.reason())}
@@ -500,6 +534,7 @@ type process struct {
 	calls  map[uint64]*call
 	nextID uint64
 	why    string // why the process stopped, first reason wins
+	crash  crashOutput
 }
 
 // call is the supervisor's side of one call: frames queue here for its goroutine.
@@ -651,8 +686,10 @@ func (p *process) forwardLogs(r io.Reader) {
 	for sc.Scan() {
 		line := sc.Bytes()
 		var rec map[string]any
-		if json.Unmarshal(line, &rec) != nil {
-			p.logger.Warn("worker output", "text", strings.ToValidUTF8(string(line), "\uFFFD"))
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber() // sizes and counts stay integers: 3604480, not 3.60448e+06
+		if dec.Decode(&rec) != nil {
+			p.workerOutput(strings.ToValidUTF8(string(line), "\uFFFD"))
 			continue
 		}
 		var level slog.Level
@@ -669,6 +706,7 @@ func (p *process) forwardLogs(r io.Reader) {
 		p.logger.LogAttrs(context.Background(), level, msg, attrs...)
 	}
 	_, _ = io.Copy(io.Discard, r) // a line too long: drain so the worker never blocks
+	p.logCrash()
 }
 
 // kill stops the process at once. The first reason given is kept.
@@ -713,13 +751,4 @@ func (p *process) reason() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.why
-}
-
-// addressSpaceMiB is the worker's virtual memory cap: room for the Go runtime, the
-// compiled module and many instances at the plugin's memory limit.
-func addressSpaceMiB(l sandbox.Limits) uint64 {
-	if raceEnabled {
-		return 0 // the race detector reserves terabytes of address space
-	}
-	return 16<<10 + 8*uint64(l.MemoryMiB)
 }

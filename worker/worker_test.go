@@ -146,7 +146,7 @@ func TestHostFunctionsCrossTheBoundary(t *testing.T) {
 	}{
 		{"accepted", func(string) ([]byte, error) { return []byte(`{"action":"accept","content":{"confirm":true}}`), nil }, `"text":"accept"`},
 		{"unavailable", func(string) ([]byte, error) { return nil, sandbox.ErrUnavailable }, "UNAVAILABLE"},
-		{"failed", func(string) ([]byte, error) { return nil, errors.New("the client went away") }, "FAILED"},
+		{"failed", func(string) ([]byte, error) { return nil, errors.New("the client went away") }, "could not ask: the client went away"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -363,6 +363,18 @@ func TestWorkerIsHardened(t *testing.T) {
 	if cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); cwd != "/" {
 		t.Errorf("worker cwd = %q, want /", cwd)
 	}
+	// Every thread yields the processor to the server: nice is per thread on Linux.
+	threads, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, th := range threads {
+		stat := proc("task/" + th.Name() + "/stat")
+		f := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:]) // f[0] is field 3, state
+		if nice := f[16]; nice != strconv.Itoa(worker.WorkerNice) {
+			t.Errorf("worker thread %s runs at nice %s, want %d", th.Name(), nice, worker.WorkerNice)
+		}
+	}
+	if len(threads) == 0 {
+		t.Error("the worker has no threads in /proc")
+	}
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	for _, fd := range fds {
 		target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
@@ -374,5 +386,55 @@ func TestWorkerIsHardened(t *testing.T) {
 		if !strings.HasPrefix(target, "anon_inode:") && !strings.HasPrefix(target, "/sys/fs/cgroup/") {
 			t.Errorf("worker holds fd %s -> %s; want only stdin, stdout, stderr and the Go runtime's own", fd.Name(), target)
 		}
+	}
+}
+
+// TestInputWaitIsNotRunTime: in a worker as in process, the wait for an answer does not
+// count against the time limit, in the worker's clock nor in the supervisor's watchdog:
+// a guest answered after three times its limit gets the answer, one that loops after
+// the answer is stopped by the worker itself (not killed), and one that wazero cannot
+// interrupt after the answer (askspin) is killed at its limit, not before the answer.
+func TestInputWaitIsNotRunTime(t *testing.T) {
+	const limit, wait = 300 * time.Millisecond, 900 * time.Millisecond
+	answer := func(string) ([]byte, error) {
+		time.Sleep(wait)
+		return []byte(`{"action":"accept","content":{"confirm":true}}`), nil
+	}
+	tests := []struct {
+		wasm, want string
+		kind       sandbox.ErrorKind // 0: the call succeeds with want in its output
+		killed     bool
+	}{
+		{"testdata/wasm/asker.wasm", `"text":"accept"`, 0, false},
+		{"testdata/wasm/askloop.wasm", "exceeded its time limit of 300ms", sandbox.KindTimeout, false},
+		{"testdata/wasm/askspin.wasm", "exceeded its time limit of 300ms", sandbox.KindTimeout, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.wasm, func(t *testing.T) {
+			opts := worker.Options{}
+			if !tt.killed {
+				opts.KillGrace = 10 * time.Second // the worker's own clock must stop it
+			}
+			m := loadWith(t, opts, tt.wasm, sandbox.Limits{Timeout: limit})
+			start := time.Now()
+			out, err := m.Call(t.Context(), input("ask", nil), &recorder{answer: answer})
+			took := time.Since(start)
+			if tt.kind == 0 {
+				if err != nil || !strings.Contains(string(out), tt.want) {
+					t.Fatalf("Call(ask) after a %v wait with a %v limit = %s, %v; want the answer", wait, limit, out, err)
+				}
+				return
+			}
+			var ge *sandbox.GuestError
+			if !errors.As(err, &ge) || ge.Kind != tt.kind || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(ge.Message, tt.want) {
+				t.Fatalf("Call(ask) = %v; want kind %d with %q", err, tt.kind, tt.want)
+			}
+			if killed := strings.Contains(ge.Message, "killed"); killed != tt.killed {
+				t.Errorf("Call(ask) = %q; killed %v, want %v", ge.Message, killed, tt.killed)
+			}
+			if took < wait+limit {
+				t.Errorf("stopped after %v, before the wait (%v) and the limit (%v) had passed", took, wait, limit)
+			}
+		})
 	}
 }

@@ -78,6 +78,7 @@ data_dir = {{printf "%q" .DataDir}}
 max_per_client = 100000
 max_stored_tasks = 10000000
 default_ttl = "10m"
+poll_interval = {{printf "%q" .PollInterval}}
 {{range .Plugins}}
 [[plugins]]
 name = {{printf "%q" .Name}}
@@ -89,6 +90,11 @@ timeout = {{printf "%q" .Timeout}}
 {{end}}{{$.PluginLines}}
 {{.Dirs}}
 {{end}}`))
+
+// PollInterval is the [tasks] poll_interval of every generated config: the interval
+// the server suggests to clients. Only the load figure (7) polls at it; the others
+// poll without a pause, to measure the server's rate.
+const PollInterval = "250ms"
 
 // Env is one benchmark run: the built binaries, a work directory, a warm compilation
 // cache, and the HTTP client every HTTP session uses.
@@ -166,9 +172,9 @@ func (e *Env) Ours(v Variant, cacheDir string, plugins ...Plugin) (Server, error
 		SHA256 string
 	}
 	data := struct {
-		CacheDir, Store, DataDir, PluginLines string
-		Plugins                               []pinned
-	}{cacheDir, v.Store, dir, v.PluginLines, nil}
+		CacheDir, Store, DataDir, PluginLines, PollInterval string
+		Plugins                                             []pinned
+	}{cacheDir, v.Store, dir, v.PluginLines, PollInterval, nil}
 	for _, p := range plugins {
 		if !filepath.IsAbs(p.Path) {
 			p.Path = filepath.Join(e.Root, p.Path)

@@ -88,10 +88,11 @@ func (e *Env) Figure7(ctx context.Context) (*Figure, error) {
 	}
 	f := &Figure{N: 7, Title: fmt.Sprintf("Load: %d tasks from %d HTTP sessions, C and Go guests, admission control", total, sessions),
 		What: fmt.Sprintf("%d tasks over Streamable HTTP from %d sessions (half on 2025-11-25 Tasks, half declaring the Tasks extension), "+
-			"%d in flight at once, dealt round-robin over: %s. Each task is polled with tasks/get every 20 ms until it ends; the "+
+			"%d in flight at once, dealt round-robin over: %s. Each task is polled with tasks/get at the interval the server suggests "+
+			"(pollInterval; poll_interval = %q here) until it ends; the "+
 			"input requests of the extension's tasks are answered with tasks/update. Plugins run in worker processes with "+
 			"max_concurrent textkit %d, asker %d, toolbox %d. Peak RSS is of the server and its workers, sampled every 100 ms.",
-			total, sessions, inflight, jobNames(), loadTextkit.MaxConcurrent, loadAsker.MaxConcurrent, loadToolbox.MaxConcurrent),
+			total, sessions, inflight, jobNames(), PollInterval, loadTextkit.MaxConcurrent, loadAsker.MaxConcurrent, loadToolbox.MaxConcurrent),
 		Baseline: fmt.Sprintf("the memory bound of issue #13: 1.5 x the sum of max_concurrent x memory_mib (%d MiB) plus the "+
 			"server and workers at rest, measured before the load in the same run", budget),
 		Reproduce: "go run ./bench/cmd/benchall -figures 7"}
@@ -273,16 +274,24 @@ func runLoadTask(ctx context.Context, c *Client, job loadJob, n int64, o *loadOu
 		return
 	}
 	var created struct {
-		Task   *taskState `json:"task"` // 2025-11-25
-		TaskID string     `json:"taskId"`
+		Task *struct {
+			taskState
+			PollInterval int64 `json:"pollInterval"`
+		} `json:"task"` // 2025-11-25
+		TaskID         string `json:"taskId"`
+		PollIntervalMs int64  `json:"pollIntervalMs"` // the Tasks extension
 	}
 	if err := json.Unmarshal(raw, &created); err != nil {
 		o.fail("%s: create: %v", job.tool, err)
 		return
 	}
-	id := created.TaskID
+	// Poll as a client should: at the interval the server suggests.
+	id, poll := created.TaskID, time.Duration(created.PollIntervalMs)*time.Millisecond
 	if created.Task != nil {
-		id = created.Task.TaskID
+		id, poll = created.Task.TaskID, time.Duration(created.Task.PollInterval)*time.Millisecond
+	}
+	if poll <= 0 {
+		poll = time.Second
 	}
 	if id == "" {
 		o.fail("%s: no task in %.200s", job.tool, raw)
@@ -355,7 +364,7 @@ func runLoadTask(ctx context.Context, c *Client, job loadJob, n int64, o *loadOu
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(poll):
 		}
 	}
 	o.lost.Add(1) // never ended

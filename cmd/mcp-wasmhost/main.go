@@ -329,7 +329,8 @@ func pluginSpec(pc config.Plugin) plugins.Spec {
 		Grants: sandbox.Grants{Env: env, Dirs: dirs},
 		Admission: plugins.Admission{MaxConcurrent: pc.MaxConcurrent, MaxQueued: pc.MaxQueued,
 			QueueTimeout: pc.QueueTimeout.Duration},
-		Processes: pc.Workers,
+		Processes:    pc.Workers,
+		InputTimeout: pc.InputTimeout.Duration,
 	}
 	if pc.Prefix != nil {
 		s.Prefix, s.Unprefixed = *pc.Prefix, *pc.Prefix == ""

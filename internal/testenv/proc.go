@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Children returns the process IDs of pid's children (its worker processes), from
@@ -38,4 +39,27 @@ func Descriptors(pid int) map[int]string {
 		fds[n] = target
 	}
 	return fds
+}
+
+// StrayDescriptors lists the descriptors above stderr that server's worker processes
+// hold and keep(target) does not accept, besides the Go runtime's own (anon_inode:
+// and /sys/fs/cgroup/ files), as "worker PID holds fd N -> TARGET". A worker that is
+// still starting (between fork and exec, or before its Main has closed what it
+// inherited) holds the server's descriptors for a moment, so it waits up to 10 s for
+// the list to empty and returns what is left, with the number of workers seen.
+func StrayDescriptors(server int, keep func(target string) bool) (held []string, workers int) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		pids := Children(server)
+		held = held[:0]
+		for _, pid := range pids {
+			for fd, target := range Descriptors(pid) {
+				if fd > 2 && !keep(target) && !strings.HasPrefix(target, "anon_inode:") && !strings.HasPrefix(target, "/sys/fs/cgroup/") {
+					held = append(held, fmt.Sprintf("worker %d holds fd %d -> %s", pid, fd, target))
+				}
+			}
+		}
+		if len(held) == 0 || time.Now().After(deadline) {
+			return held, len(pids)
+		}
+	}
 }

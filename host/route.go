@@ -1,0 +1,130 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// middleware adds Tasks to the methods the SDK serves: capabilities in initialize,
+// execution.taskSupport in tools/list, tools/call directly or as a task, and the
+// caller (see callerOf) in the context of every method.
+func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if ss == nil {
+			return next(ctx, method, req)
+		}
+		c := callerOf(ss, requestMeta(req), req.GetExtra())
+		if c.owner == anonymousOwner {
+			c.source = s.anonymousSource(req.GetExtra())
+		}
+		ctx = withCaller(ctx, c)
+		switch method {
+		case "initialize":
+			res, err := next(ctx, method, req)
+			if r, ok := res.(*mcp.InitializeResult); ok && err == nil {
+				ip, _ := req.GetParams().(*mcp.InitializeParams)
+				return &initializeResult{r, ip != nil && extensionSession(ip)}, nil
+			}
+			return res, err
+		case "tools/list":
+			res, err := next(ctx, method, req)
+			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				return c.wire.listTools(r, s.catalog), nil
+			}
+			return res, err
+		case "tools/call":
+			if r, ok := req.(*mcp.CallToolRequest); ok {
+				return s.callTool(ctx, r, c, next)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// requestMeta returns a request's params._meta, if any.
+func requestMeta(req mcp.Request) map[string]any {
+	p, ok := req.GetParams().(interface{ GetMeta() map[string]any })
+	if !ok || p == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil // a typed nil: the request had no params
+	}
+	return p.GetMeta()
+}
+
+// callTool routes a tools/call of a catalog tool to the caller's wire, which answers
+// it in the request or as a task. params.task is taken out of _meta on every wire
+// (nothing downstream may see it); the wire says what it means.
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, c caller, next mcp.MethodHandler) (mcp.Result, error) {
+	tp, err := c.wire.taskParam(taskRequest(req.Params))
+	if err != nil {
+		return nil, err
+	}
+	t, ok := s.catalog.Lookup(req.Params.Name)
+	if !ok {
+		return next(ctx, "tools/call", req) // the SDK answers for unknown tools
+	}
+	return c.wire.callTool(ctx, s, req, t, c, tp, next)
+}
+
+// taskParams is what a client sent as params.task.
+type taskParams struct {
+	TTL *int64 `json:"ttl"`
+}
+
+// taskRequest extracts the lifted params.task from a tools/call, removing it from
+// _meta so that nothing downstream sees it.
+func taskRequest(p *mcp.CallToolParamsRaw) (*taskParams, error) {
+	raw, ok := p.Meta[taskMetaKey]
+	if !ok {
+		return nil, nil
+	}
+	delete(p.Meta, taskMetaKey)
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	var tp taskParams
+	if err := json.Unmarshal(b, &tp); err != nil {
+		return nil, fmt.Errorf(`params.task must be an object such as {"ttl": 60000} (ttl in whole milliseconds, optional): %s`, b)
+	}
+	if tp.TTL != nil && *tp.TTL < 0 {
+		return nil, errors.New("params.task.ttl must not be negative")
+	}
+	return &tp, nil
+}
+
+// registerTaskMethods adds the tasks/* methods of both lines (2025-11-25's get,
+// result, list and cancel; the extension's get, update and cancel), each answered by
+// the caller's wire, which refuses those it does not have.
+func (s *Server) registerTaskMethods() error {
+	return errors.Join(
+		mcp.AddReceivingCustomMethod(s.mcp, "tasks/get", func(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
+			c := callerFrom(ctx, ss)
+			return c.wire.get(ctx, s, c, p)
+		}),
+		mcp.AddReceivingCustomMethod(s.mcp, "tasks/result", func(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
+			c := callerFrom(ctx, ss)
+			return c.wire.result(ctx, s, ss, c, p)
+		}),
+		mcp.AddReceivingCustomMethod(s.mcp, "tasks/list", func(ctx context.Context, ss *mcp.ServerSession, p *listTasksParams) (mcp.Result, error) {
+			c := callerFrom(ctx, ss)
+			return c.wire.list(ctx, s, c, p)
+		}),
+		mcp.AddReceivingCustomMethod(s.mcp, "tasks/cancel", func(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
+			c := callerFrom(ctx, ss)
+			return c.wire.cancel(ctx, s, c, p)
+		}),
+		mcp.AddReceivingCustomMethod(s.mcp, "tasks/update", func(ctx context.Context, ss *mcp.ServerSession, p *updateParams) (mcp.Result, error) {
+			c := callerFrom(ctx, ss)
+			return c.wire.update(ctx, s, c, p)
+		}),
+	)
+}
