@@ -53,7 +53,7 @@ func pollExt(t *testing.T, c *mcptest.Client, id string, limit time.Duration, co
 
 // TestInstancesShareTasks runs three servers on the default store and one data_dir,
 // as a desktop app and two IDEs would: all three serve, and a task started through
-// one is fetched, answered, waited for and cancelled through another. A server killed
+// one is fetched, answered, waited for, listed and cancelled through another. A server killed
 // with SIGKILL leaves its running task failed, with the reason, seen from a survivor.
 func TestInstancesShareTasks(t *testing.T) {
 	notes := t.TempDir()
@@ -98,6 +98,20 @@ func TestInstancesShareTasks(t *testing.T) {
 	legacy.MustCall("tasks/result", map[string]any{"taskId": count}, &res)
 	if res.StructuredContent["counted"] != float64(5) {
 		t.Errorf("tasks/result through another server = %+v, want the count to 5", res)
+	}
+
+	// tasks/list through the third server lists A's tasks: the local user owns them
+	// on every server.
+	var page struct {
+		Tasks []mcptest.Task `json:"tasks"`
+	}
+	legacy.MustCall("tasks/list", map[string]any{}, &page)
+	listed := map[string]bool{}
+	for _, x := range page.Tasks {
+		listed[x.TaskID] = true
+	}
+	if !listed[note] || !listed[count] {
+		t.Errorf("tasks/list through another server = %v, want %s and %s", page.Tasks, note, count)
 	}
 
 	// A cancel through B ends A's task.
