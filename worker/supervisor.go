@@ -27,6 +27,10 @@ import (
 // in well under a millisecond; only a guest that cannot be interrupted takes longer.
 const DefaultKillGrace = 50 * time.Millisecond
 
+// WaitingCancelGrace is the time a call cancelled while its guest waited for an
+// answer gets beyond KillGrace to stop (see Module.cancelGrace).
+const WaitingCancelGrace = time.Second
+
 // WorkerNice is the nice value every worker runs at: guest code is the untrusted,
 // CPU-hungry part, and the server's own work (answering tasks/get, delivering a
 // cancel, starting the next call) must not wait behind it for a core. At 10 a worker
@@ -311,6 +315,7 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 	}
 	done := ctx.Done()
 	var grace <-chan time.Time
+	var allowed time.Duration // the grace given, for the message
 	for {
 		select {
 		case <-c.wake:
@@ -323,12 +328,13 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 			done = nil
 			if parent.Err() != nil {
 				_ = p.w.send(frameCancel, c.id)
-				grace = time.After(m.sup.opts.KillGrace)
+				allowed = m.cancelGrace(c.parked)
 			} else { // the worker's own clock, started when the call arrived, is due now
-				grace = time.After(m.grace(clock))
+				allowed = m.grace(clock)
 			}
+			grace = time.After(allowed)
 		case <-grace:
-			return nil, m.stuck(ctx, parent, p), false
+			return nil, m.stuck(parent, p, allowed), false
 		case <-p.dead:
 			// Results the worker wrote before it died are still delivered.
 			for _, f := range p.take(c) {
@@ -382,6 +388,7 @@ func (m *Module) handle(ctx context.Context, clock *sandbox.Clock, p *process, c
 			reply, rerr := h.Request(rctx, method, params)
 			if wait {
 				clock.Resume()
+				c.parked = ctx.Err() != nil
 			}
 			cancel()
 			status, body = replyStatus(reply, rerr)
@@ -442,11 +449,25 @@ func (m *Module) grace(clock *sandbox.Clock) time.Duration {
 	return m.sup.opts.KillGrace * time.Duration(1+clock.Waits())
 }
 
+// cancelGrace is how long after a cancellation the worker may take to report the
+// call's end before it is killed: KillGrace for a guest that was running, and
+// WaitingCancelGrace more for one that was waiting for an answer. That guest was not
+// running code; it must first be woken with the cancellation and unwind, in a worker
+// that may hold hundreds of such parked calls and that runs at a lower priority than
+// the server: cancelling many parked tasks on a busy machine took longer than
+// KillGrace, and killing the worker lost every other parked task in it.
+func (m *Module) cancelGrace(parked bool) time.Duration {
+	if parked {
+		return m.sup.opts.KillGrace + WaitingCancelGrace
+	}
+	return m.sup.opts.KillGrace
+}
+
 // stuck kills a worker whose call did not stop in time and reports the call's end.
-func (m *Module) stuck(ctx, parent context.Context, p *process) error {
+func (m *Module) stuck(parent context.Context, p *process, allowed time.Duration) error {
 	kind, reason, why := sandbox.KindTimeout, "it exceeded its time limit of "+m.limits.Timeout.String(), "it did not stop at its time limit"
 	if err := parent.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		kind, reason, why = sandbox.KindCanceled, "the call was cancelled", "it did not stop within "+m.sup.opts.KillGrace.String()+" of being cancelled"
+		kind, reason, why = sandbox.KindCanceled, "the call was cancelled", "it did not stop within "+allowed.String()+" of being cancelled"
 	}
 	p.kill("a call in it did not stop: " + why)
 	<-p.dead // the process is gone, and the instance with it
@@ -544,6 +565,9 @@ type call struct {
 	frames []frame
 	count  int  // frames received, against the ABI's per-call limits
 	begun  bool // the worker said the guest starts: the call may have had effects
+	// parked: the call was cancelled while its guest waited for an answer (set and read
+	// by the call's own goroutine, in runIn and handle).
+	parked bool
 }
 
 func (p *process) register() *call {

@@ -438,3 +438,41 @@ func TestInputWaitIsNotRunTime(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelWhileWaitingSparesTheWorker: a call cancelled while its guest waits for
+// an answer gets WaitingCancelGrace beyond KillGrace to unwind, so its worker is not
+// killed and another call parked in the same worker lives on. KillGrace is 1 ns here:
+// a guest that was running would cost its worker at once.
+func TestCancelWhileWaitingSparesTheWorker(t *testing.T) {
+	m := loadWith(t, worker.Options{KillGrace: time.Nanosecond}, "testdata/wasm/asker.wasm", sandbox.Limits{Timeout: time.Minute})
+	pid := m.PID()
+	bystander := &recorder{asked: make(chan string, 1)}
+	bystanderDone := make(chan error, 1)
+	go func() {
+		_, err := m.Call(t.Context(), input("ask", nil), bystander)
+		bystanderDone <- err
+	}()
+	<-bystander.asked
+	ctx, cancel := context.WithCancel(t.Context())
+	parked := &recorder{asked: make(chan string, 1)}
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Call(ctx, input("ask", nil), parked)
+		done <- err
+	}()
+	<-parked.asked
+	cancel()
+	err := <-done
+	var ge *sandbox.GuestError
+	if !errors.As(err, &ge) || ge.Kind != sandbox.KindCanceled || strings.Contains(ge.Message, "killed") {
+		t.Fatalf("Call(ask) cancelled while waiting = %v; want cancelled, the worker not killed", err)
+	}
+	if got := m.PID(); got != pid {
+		t.Fatalf("worker PID after the cancel = %d, want %d (not restarted)", got, pid)
+	}
+	select {
+	case err := <-bystanderDone:
+		t.Fatalf("the parked bystander ended with the cancelled call: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
