@@ -169,11 +169,12 @@ type Tasks struct {
 	// are not served after their ttl either way), 1s..1h. 0 means a quarter of
 	// default_ttl, between 1s and 1m (tasks.Options.SweepEvery).
 	SweepInterval Duration `toml:"sweep_interval"`
-	// Store is where tasks are kept: StoreBolt (a crash-safe file in DataDir,
-	// surviving restarts) or StoreMemory (gone when the server stops).
-	// "" means StoreBolt.
+	// Store is where tasks are kept: StoreSQLite (a crash-safe file in DataDir,
+	// tasks.sqlite, that every local server on the same DataDir shares),
+	// StoreBolt (a crash-safe file, tasks.db, one server at a time) or
+	// StoreMemory (gone when the server stops). "" means StoreSQLite.
 	Store string `toml:"store"`
-	// DataDir holds the task store file (tasks.db), relative to the config
+	// DataDir holds the task store file (tasks.sqlite or tasks.db), relative to the config
 	// file's directory. "" means $XDG_STATE_HOME/mcp-wasmhost, or
 	// ~/.local/state/mcp-wasmhost; Load and Parse return it absolute.
 	DataDir string `toml:"data_dir"`
@@ -192,6 +193,7 @@ type Tasks struct {
 
 // Values of Tasks.Store.
 const (
+	StoreSQLite = "sqlite"
 	StoreBolt   = "bolt"
 	StoreMemory = "memory"
 )
@@ -631,10 +633,10 @@ func (c *Config) finish(name, dir string) []error {
 	}
 	switch tk.Store {
 	case "":
-		tk.Store = StoreBolt
-	case StoreBolt, StoreMemory:
+		tk.Store = StoreSQLite
+	case StoreSQLite, StoreBolt, StoreMemory:
 	default:
-		fail("tasks", "store %q is not %q or %q", tk.Store, StoreBolt, StoreMemory)
+		fail("tasks", "store %q is not %q, %q or %q", tk.Store, StoreSQLite, StoreBolt, StoreMemory)
 	}
 	if tk.DataDir == "" {
 		tk.DataDir = DefaultDataDir()

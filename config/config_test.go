@@ -60,7 +60,7 @@ func TestParseDefaults(t *testing.T) {
 	defaultServer := Server{Name: DefaultServerName, LogLevel: DefaultLogLevel, CacheDir: defaultCacheDir(), GCPercent: DefaultGCPercent}
 	defaultTasks := Tasks{DefaultTTL: Duration{DefaultTaskTTL}, MaxTTL: Duration{DefaultMaxTaskTTL},
 		PollInterval: Duration{DefaultPollInterval}, MaxPerClient: DefaultMaxPerClient, MaxAnonymous: DefaultMaxAnonymous,
-		Store: StoreBolt, DataDir: DefaultDataDir(), MaxResultBytes: DefaultMaxResultBytes,
+		Store: StoreSQLite, DataDir: DefaultDataDir(), MaxResultBytes: DefaultMaxResultBytes,
 		MaxStoredTasks: DefaultMaxStoredTasks, MaxStoreMiB: DefaultMaxStoreMiB}
 	defaultPlugin := func(name string) Plugin {
 		return Plugin{

@@ -20,7 +20,7 @@ import (
 // baselines. A variant is a few lines of config.toml, so adding one is one entry here.
 type Variant struct {
 	Name        string // as shown in the figures
-	Store       string // [tasks] store: "memory" or "bolt"
+	Store       string // [tasks] store: "memory", "sqlite" or "bolt"
 	PluginLines string // extra lines written into every [[plugins]] table
 	Figures     []int  // the figures it is measured in; nil = all
 }
@@ -33,6 +33,7 @@ var Variants = []Variant{
 	{Name: "mcp-wasmhost, worker processes", Store: "memory"},
 	{Name: "mcp-wasmhost, trusted (in-process)", Store: "memory", PluginLines: "trusted = true"},
 	{Name: "mcp-wasmhost, durable store", Store: "bolt", Figures: []int{2}},
+	{Name: "mcp-wasmhost, SQLite store (default)", Store: "sqlite", Figures: []int{2}},
 }
 
 func (v Variant) in(figure int) bool {
