@@ -41,8 +41,8 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// stdioServer starts the real binary serving textkit, with its tasks in store ("bolt"
-// or "memory"), and returns a raw client on its stdio.
+// stdioServer starts the real binary serving textkit, with its tasks in store ("sqlite",
+// "bolt" or "memory"), and returns a raw client on its stdio.
 func stdioServer(b *testing.B, store string) *mcptest.Client {
 	return stdioServerOf(b, store, testenv.Spec(b, "textkit", "plugins/textkit/textkit.wasm"))
 }
@@ -69,7 +69,7 @@ func stdioServerOf(b *testing.B, store string, plugins ...plugins.Spec) *mcptest
 // BenchmarkTaskCreate is the time from a task-augmented tools/call to its
 // CreateTaskResult, over stdio to the real binary, for a C guest.
 func BenchmarkTaskCreate(b *testing.B) {
-	for _, store := range []string{"memory", "bolt"} {
+	for _, store := range []string{"memory", "sqlite", "bolt"} {
 		b.Run(store, func(b *testing.B) { benchTaskCreate(b, store) })
 	}
 }
@@ -81,7 +81,7 @@ func benchTaskCreate(b *testing.B, store string) {
 // BenchmarkTaskThroughput is tasks created and completed per second over stdio: each
 // worker creates a task and waits for its result with tasks/result.
 func BenchmarkTaskThroughput(b *testing.B) {
-	for _, store := range []string{"memory", "bolt"} {
+	for _, store := range []string{"memory", "sqlite", "bolt"} {
 		for _, workers := range []int{1, 16} {
 			b.Run(fmt.Sprintf("%s/c=%d", store, workers), func(b *testing.B) { benchTaskThroughput(b, store, workers) })
 		}

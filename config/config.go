@@ -169,11 +169,12 @@ type Tasks struct {
 	// are not served after their ttl either way), 1s..1h. 0 means a quarter of
 	// default_ttl, between 1s and 1m (tasks.Options.SweepEvery).
 	SweepInterval Duration `toml:"sweep_interval"`
-	// Store is where tasks are kept: StoreBolt (a crash-safe file in DataDir,
-	// surviving restarts) or StoreMemory (gone when the server stops).
-	// "" means StoreBolt.
+	// Store is where tasks are kept: StoreSQLite (a crash-safe file in DataDir,
+	// tasks.sqlite, that every local server on the same DataDir shares),
+	// StoreBolt (a crash-safe file, tasks.db, one server at a time) or
+	// StoreMemory (gone when the server stops). "" means StoreSQLite.
 	Store string `toml:"store"`
-	// DataDir holds the task store file (tasks.db), relative to the config
+	// DataDir holds the task store file (tasks.sqlite or tasks.db), relative to the config
 	// file's directory. "" means $XDG_STATE_HOME/mcp-wasmhost, or
 	// ~/.local/state/mcp-wasmhost; Load and Parse return it absolute.
 	DataDir string `toml:"data_dir"`
@@ -192,6 +193,7 @@ type Tasks struct {
 
 // Values of Tasks.Store.
 const (
+	StoreSQLite = "sqlite"
 	StoreBolt   = "bolt"
 	StoreMemory = "memory"
 )
@@ -230,9 +232,15 @@ type Plugin struct {
 	// MemoryMiB caps the guest's linear memory, 1..MaxMemoryMiB.
 	// 0 means DefaultMemoryMiB.
 	MemoryMiB int `toml:"memory_mib"`
-	// Timeout bounds one call, MinTimeout..MaxTimeout, written as a
-	// duration string such as "30s" or "1m30s". 0 means DefaultTimeout.
+	// Timeout bounds one call's run time, MinTimeout..MaxTimeout, written as a
+	// duration string such as "30s" or "1m30s"; time the guest spends waiting
+	// for an answer to a request for input does not count (InputTimeout bounds
+	// it). 0 means DefaultTimeout.
 	Timeout Duration `toml:"timeout"`
+	// InputTimeout bounds one wait of the guest for an answer to a request for
+	// input (elicit, elicit_all, sample), MinTimeout..MaxTimeout; in a task it is
+	// also held to the task's ttl. 0 means plugins.DefaultInputTimeout (1h).
+	InputTimeout Duration `toml:"input_timeout"`
 	// MaxInputBytes caps the request document given to the guest,
 	// 1..MaxIOBytes. 0 means DefaultMaxIOBytes.
 	MaxInputBytes int `toml:"max_input_bytes"`
@@ -630,10 +638,10 @@ func (c *Config) finish(name, dir string) []error {
 	}
 	switch tk.Store {
 	case "":
-		tk.Store = StoreBolt
-	case StoreBolt, StoreMemory:
+		tk.Store = StoreSQLite
+	case StoreSQLite, StoreBolt, StoreMemory:
 	default:
-		fail("tasks", "store %q is not %q or %q", tk.Store, StoreBolt, StoreMemory)
+		fail("tasks", "store %q is not %q, %q or %q", tk.Store, StoreSQLite, StoreBolt, StoreMemory)
 	}
 	if tk.DataDir == "" {
 		tk.DataDir = DefaultDataDir()
@@ -719,6 +727,9 @@ func (c *Config) finish(name, dir string) []error {
 			if lim.v < 0 || lim.v > lim.max {
 				fail(where, "%s %d out of range 1..%d", lim.key, lim.v, lim.max)
 			}
+		}
+		if d := p.InputTimeout.Duration; d != 0 && (d < MinTimeout || d > MaxTimeout) {
+			fail(where, "input_timeout %v out of range %v..%v", d, MinTimeout, MaxTimeout)
 		}
 		if d := p.QueueTimeout.Duration; d != 0 && (d < MinTimeout || d > MaxTimeout) {
 			fail(where, "queue_timeout %v out of range %v..%v", d, MinTimeout, MaxTimeout)

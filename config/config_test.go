@@ -60,7 +60,7 @@ func TestParseDefaults(t *testing.T) {
 	defaultServer := Server{Name: DefaultServerName, LogLevel: DefaultLogLevel, CacheDir: defaultCacheDir(), GCPercent: DefaultGCPercent}
 	defaultTasks := Tasks{DefaultTTL: Duration{DefaultTaskTTL}, MaxTTL: Duration{DefaultMaxTaskTTL},
 		PollInterval: Duration{DefaultPollInterval}, MaxPerClient: DefaultMaxPerClient, MaxAnonymous: DefaultMaxAnonymous,
-		Store: StoreBolt, DataDir: DefaultDataDir(), MaxResultBytes: DefaultMaxResultBytes,
+		Store: StoreSQLite, DataDir: DefaultDataDir(), MaxResultBytes: DefaultMaxResultBytes,
 		MaxStoredTasks: DefaultMaxStoredTasks, MaxStoreMiB: DefaultMaxStoreMiB}
 	defaultPlugin := func(name string) Plugin {
 		return Plugin{
@@ -209,6 +209,8 @@ func TestParseValidation(t *testing.T) {
 		{"max_concurrent negative", plugin("toolbox", "max_concurrent = -1"), []string{where + "max_concurrent -1 out of range 1..1024"}},
 		{"max_queued too big", plugin("toolbox", "max_queued = 100001"), []string{where + "max_queued 100001 out of range 1..100000"}},
 		{"queue_timeout too short", plugin("toolbox", `queue_timeout = "999us"`), []string{where + "queue_timeout 999µs out of range 1ms..24h0m0s"}},
+		{"input_timeout too long", plugin("toolbox", `input_timeout = "25h"`), []string{where + "input_timeout 25h0m0s out of range 1ms..24h0m0s"}},
+		{"input_timeout negative", plugin("toolbox", `input_timeout = "-1s"`), []string{where + "input_timeout -1s out of range 1ms..24h0m0s"}},
 		{"workers too many", plugin("toolbox", "workers = 17"), []string{where + "workers 17 out of range 1..16"}},
 		{"workers for a trusted plugin", plugin("toolbox", "workers = 2", "trusted = true"),
 			[]string{where + "workers 2 is set, but a trusted plugin runs in the server process; remove one"}},

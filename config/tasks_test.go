@@ -13,7 +13,7 @@ func TestTasks(t *testing.T) {
 	dir := t.TempDir()
 	store := func(tk config.Tasks) config.Tasks {
 		if tk.Store == "" {
-			tk.Store = config.StoreBolt
+			tk.Store = config.StoreSQLite
 		}
 		if tk.DataDir == "" {
 			tk.DataDir = config.DefaultDataDir()
@@ -50,7 +50,7 @@ func TestTasks(t *testing.T) {
 		{"sweep interval out of range", "[tasks]\nsweep_interval = \"10ms\"\n", config.Tasks{}, "sweep_interval 10ms out of range"},
 		{"anonymous limit out of range", "[tasks]\nmax_anonymous = -1\n", config.Tasks{}, "max_anonymous -1 out of range"},
 		{"unknown key", "[tasks]\nmax_tll = \"1h\"\n", config.Tasks{}, `:2: unknown key "tasks.max_tll"`},
-		{"bad store", "[tasks]\nstore = \"redis\"\n", config.Tasks{}, `store "redis" is not "bolt" or "memory"`},
+		{"bad store", "[tasks]\nstore = \"redis\"\n", config.Tasks{}, `store "redis" is not "sqlite", "bolt" or "memory"`},
 		{"bad result size", "[tasks]\nmax_result_bytes = -1\n", config.Tasks{}, "max_result_bytes -1 out of range"},
 	}
 	for _, tt := range tests {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -226,17 +228,69 @@ func (b *bridge) moveToTask() ([]byte, error) {
 }
 
 // ask sends requests for input the way this call can (see bridge) and returns the
-// answers in order. Several requests are pending at once.
+// answers in order. Several requests are pending at once. The wait ends after the
+// plugin's input_timeout, in a task at the latest when its ttl does: the guest's
+// request then fails with "no answer within ...", which the task's statusMessage shows.
 func (b *bridge) ask(ctx context.Context, reqs []pendingInput) ([]json.RawMessage, error) {
 	b.mu.Lock()
 	task, mrtr := b.task, b.mrtr
 	b.mu.Unlock()
-	switch {
-	case task != nil:
-		return b.askInTask(ctx, task, reqs)
-	case mrtr != nil:
+	if mrtr != nil && task == nil {
 		return mrtr.take(reqs)
 	}
+	limit := b.inputTimeout(ctx, task)
+	wctx, cancel := context.WithTimeoutCause(ctx, limit, errNoAnswer)
+	defer cancel()
+	var out []json.RawMessage
+	var err error
+	if task != nil {
+		out, err = b.askInTask(wctx, task, reqs)
+	} else {
+		out, err = b.askClient(wctx, reqs)
+	}
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errNoAnswer) {
+		msg := "no answer within " + shortDuration(limit)
+		b.logger.InfoContext(ctx, "request for input ended unanswered", "tool", b.name(), "limit", limit)
+		if task != nil {
+			task.Note(msg)
+		}
+		return nil, errors.New(msg)
+	}
+	return out, err
+}
+
+// errNoAnswer ends a wait for input that took longer than input_timeout.
+var errNoAnswer = errors.New("no answer within the input timeout")
+
+// inputTimeout is how long one wait for input may last: the plugin's input_timeout,
+// and in a task no longer than its ttl.
+func (b *bridge) inputTimeout(ctx context.Context, task *tasks.Handle) time.Duration {
+	limit := plugins.DefaultInputTimeout
+	if p := b.servedBy(); p != nil && p.InputTimeout > 0 {
+		limit = p.InputTimeout
+	}
+	if task != nil {
+		if t, err := b.srv.tasks.Get(ctx, b.owner, task.ID()); err == nil && t.TTL > 0 {
+			limit = min(limit, t.TTL)
+		}
+	}
+	return limit
+}
+
+// shortDuration writes d as a person would: "1h", "90s" as "1m30s", "2s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// askClient sends the requests straight to the client, one after another.
+func (b *bridge) askClient(ctx context.Context, reqs []pendingInput) ([]json.RawMessage, error) {
 	out := make([]json.RawMessage, len(reqs))
 	for i, r := range reqs {
 		var res any

@@ -184,7 +184,7 @@ func (s *Server) replayedAnswers(p *mcp.CallToolParamsRaw, t *plugins.Tool, c ca
 		}
 		answers = append(answers, raw)
 	}
-	if err := s.states.consume(st); err != nil {
+	if err := s.states.consume(context.Background(), st); err != nil {
 		return nil, invalidParams("%v", err)
 	}
 	return answers, nil

@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -10,6 +11,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -23,9 +27,11 @@ import (
 // getting the earlier answers, in order, for its requests.
 //
 // The state travels through the client, so it is signed (HMAC-SHA256 with a key
-// drawn at start and never stored: a state does not survive a restart), bound to the
-// tool, a digest of the arguments and the requester, valid for stateTTL, and
-// accepted once. It holds the answers given so far, which came from the client
+// drawn at start and never stored, so that a state does not survive a restart; or,
+// where several local servers share one task store, the key of Options.StateKey,
+// which they share through a file: see LoadStateKey), bound to the tool, a digest of
+// the arguments and the requester, valid for stateTTL, and accepted once (by any of
+// those servers: Options.Nonces). It holds the answers given so far, which came from the client
 // itself; it is signed, not encrypted.
 
 // stateTTL is how long a request state may be answered.
@@ -47,16 +53,91 @@ type requestState struct {
 
 // stateSigner issues and checks request states.
 type stateSigner struct {
-	key []byte
+	key    []byte
+	nonces Nonces // nil: used holds them all
 
 	mu   sync.Mutex
-	used map[string]time.Time // nonce -> expiry, of states already accepted
+	used map[string]time.Time // nonce -> expiry, of states already accepted here
 }
 
-func newStateSigner() *stateSigner {
-	key := make([]byte, 32)
+// Nonces records the nonces of accepted request states where every server that
+// shares the signing key sees them (tasks/sqlstore.Store).
+type Nonces interface {
+	// UseNonce records nonce until expires; it reports false if it was recorded
+	// before.
+	UseNonce(ctx context.Context, nonce string, expires time.Time) (bool, error)
+}
+
+// stateKeyBytes is the size of the signing key.
+const stateKeyBytes = 32
+
+// newStateSigner signs with key (nil: a key drawn now) and records used nonces in
+// nonces (nil: in memory).
+func newStateSigner(key []byte, nonces Nonces) *stateSigner {
+	if key == nil {
+		key = make([]byte, stateKeyBytes)
+		rand.Read(key)
+	}
+	return &stateSigner{key: key, nonces: nonces, used: map[string]time.Time{}}
+}
+
+// LoadStateKey reads the request-state signing key that the servers sharing a data
+// directory share, from the file at path, creating it (mode 0600, 32 random bytes) if
+// it is absent. A file of another size, or readable by others than its owner, is an
+// error naming it.
+func LoadStateKey(path string) ([]byte, error) {
+	key, err := readStateKey(path)
+	if !errors.Is(err, os.ErrNotExist) {
+		return key, err
+	}
+	// Written whole under a temporary name, then linked into place: a server
+	// starting at the same moment reads either no file or the whole key, and the
+	// first link wins.
+	key = make([]byte, stateKeyBytes)
 	rand.Read(key)
-	return &stateSigner{key: key, used: map[string]time.Time{}}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".state-key-*")
+	if err != nil {
+		return nil, fmt.Errorf("request state key %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(key)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(tmp.Name(), path)
+	}
+	if err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("request state key %s: %w", path, err)
+	}
+	return readStateKey(path)
+}
+
+func readStateKey(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("request state key %s: %w", path, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("request state key %s: %w", path, err)
+	}
+	if !info.Mode().IsRegular() || info.Mode().Perm()&0o077 != 0 || info.Size() != stateKeyBytes {
+		return nil, fmt.Errorf("request state key %s must be a file of %d bytes that only its owner may read (mode 0600), not %v of %d bytes; remove it to have a new one made",
+			path, stateKeyBytes, info.Mode(), info.Size())
+	}
+	key := make([]byte, stateKeyBytes)
+	if _, err := io.ReadFull(f, key); err != nil {
+		return nil, fmt.Errorf("request state key %s: %w", path, err)
+	}
+	return key, nil
 }
 
 // argsDigest is the digest of arguments in a canonical form that loses nothing
@@ -142,13 +223,23 @@ func (s *stateSigner) verify(raw, tool string, args json.RawMessage, owner strin
 	return &st, nil
 }
 
-// consume marks a verified state used; a second use is refused.
-func (s *stateSigner) consume(st *requestState) error {
+// consume marks a verified state used; a second use, here or by any server sharing
+// the key, is refused.
+func (s *stateSigner) consume(ctx context.Context, st *requestState) error {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.used[st.Nonce]; ok {
 		return errStateUsed
+	}
+	if s.nonces != nil {
+		fresh, err := s.nonces.UseNonce(ctx, st.Nonce, time.UnixMilli(st.Expires))
+		if err != nil {
+			return fmt.Errorf("requestState could not be checked: %w", err)
+		}
+		if !fresh {
+			return errStateUsed
+		}
 	}
 	if len(s.used) >= 1024 { // purge now and then, not on every call
 		for n, exp := range s.used {

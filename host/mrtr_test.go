@@ -1,14 +1,20 @@
 package host
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 func TestRequestState(t *testing.T) {
-	s := newStateSigner()
+	s := newStateSigner(nil, nil)
 	t0 := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
 	args := json.RawMessage(`{"b": 2, "a": [1, {"y": 1, "x": 0}]}`)
 	digest, err := argsDigest(args)
@@ -54,14 +60,14 @@ func TestRequestState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.consume(st); err != nil {
+	if err := s.consume(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.verify(raw, "tool", args, "anonymous", t0); !errors.Is(err, errStateUsed) {
 		t.Errorf("verify after use = %v, want %v", err, errStateUsed)
 	}
 	// Another server (another key) does not accept it.
-	if _, err := newStateSigner().verify(raw, "tool", args, "anonymous", t0); !errors.Is(err, errStateForged) {
+	if _, err := newStateSigner(nil, nil).verify(raw, "tool", args, "anonymous", t0); !errors.Is(err, errStateForged) {
 		t.Errorf("verify by another key = %v, want %v", err, errStateForged)
 	}
 	// Tampering with the payload, signature kept.
@@ -73,7 +79,7 @@ func TestRequestState(t *testing.T) {
 }
 
 func FuzzRequestState(f *testing.F) {
-	s := newStateSigner()
+	s := newStateSigner(nil, nil)
 	f.Add("a.b")
 	f.Add("")
 	f.Add("eyJ0b29sIjoidCJ9.AAAA")
@@ -87,7 +93,7 @@ func FuzzRequestState(f *testing.F) {
 // TestRequestStateExactArguments: a state is bound to the arguments the guest sees,
 // not to what a lossy decoder makes of them.
 func TestRequestStateExactArguments(t *testing.T) {
-	s := newStateSigner()
+	s := newStateSigner(nil, nil)
 	t0 := time.Now()
 	tests := []struct {
 		name      string
@@ -115,4 +121,88 @@ func TestRequestStateExactArguments(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStateKeyFile: the key file is made once (mode 0600) and then read by every
+// server; a file others may read, or of the wrong size, is refused naming it.
+func TestStateKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.key")
+	keys := make([][]byte, 8)
+	var wg sync.WaitGroup
+	for i := range keys { // servers starting at once agree on one key
+		wg.Go(func() {
+			var err error
+			if keys[i], err = LoadStateKey(path); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, k := range keys {
+		if len(k) != stateKeyBytes || !bytes.Equal(k, keys[0]) {
+			t.Fatalf("LoadStateKey by servers starting at once = %x, want one key of %d bytes", keys, stateKeyBytes)
+		}
+	}
+	if info, _ := os.Stat(path); info.Mode().Perm() != 0o600 {
+		t.Errorf("key file mode = %v, want 0600", info.Mode())
+	}
+	loose := filepath.Join(dir, "loose.key")
+	os.WriteFile(loose, keys[0], 0o644)
+	short := filepath.Join(dir, "short.key")
+	os.WriteFile(short, []byte("short"), 0o600)
+	for _, p := range []string{loose, short} {
+		if _, err := LoadStateKey(p); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("LoadStateKey(%s) = %v, want an error naming the file", p, err)
+		}
+	}
+}
+
+// memNonces is a Nonces shared by two signers, as a task store is by two servers.
+type memNonces struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (m *memNonces) UseNonce(_ context.Context, nonce string, _ time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen[nonce] {
+		return false, nil
+	}
+	m.seen[nonce] = true
+	return true, nil
+}
+
+// TestStateSharedBetweenServers: a state issued by one server is accepted by another
+// that shares the key, once across both.
+func TestStateSharedBetweenServers(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, stateKeyBytes)
+	nonces := &memNonces{seen: map[string]bool{}}
+	a, b := newStateSigner(key, nonces), newStateSigner(key, nonces)
+	now := time.Now()
+	args := json.RawMessage(`{"x":1}`)
+	raw, err := a.issue(requestState{Tool: "tool", Args: mustDigest(t, args), Owner: "local"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.verify(raw, "tool", args, "local", now)
+	if err != nil {
+		t.Fatalf("verify on the other server = %v", err)
+	}
+	if err := b.consume(context.Background(), st); err != nil {
+		t.Fatalf("consume on the other server = %v", err)
+	}
+	st, _ = a.verify(raw, "tool", args, "local", now)
+	if err := a.consume(context.Background(), st); !errors.Is(err, errStateUsed) {
+		t.Errorf("consume again on the first server = %v, want errStateUsed", err)
+	}
+}
+
+func mustDigest(t *testing.T, args json.RawMessage) string {
+	d, err := argsDigest(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

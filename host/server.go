@@ -46,6 +46,12 @@ type Options struct {
 	// SessionIdleTimeout closes a Streamable HTTP session that sent no request for
 	// this long. 0 means DefaultSessionIdleTimeout.
 	SessionIdleTimeout time.Duration
+	// StateKey signs request states (mrtr.go); nil means a key drawn at start.
+	// Servers that share it (LoadStateKey) accept each other's states.
+	StateKey []byte
+	// Nonces records accepted request states; nil means in this server's memory.
+	// Servers that share StateKey share it too, so a state is accepted once.
+	Nonces Nonces
 }
 
 // Server serves a catalog of plugin tools over MCP.
@@ -78,7 +84,7 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}, states: newStateSigner(),
+	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}, states: newStateSigner(opts.StateKey, opts.Nonces),
 		resumable: opts.ResumableStreams, limits: limitsOf(opts)}
 	topts := opts.Tasks
 	topts.Logger = opts.Logger

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/egress"
@@ -43,10 +44,17 @@ type Spec struct {
 	// Admission bounds the plugin's concurrent and queued calls; the zero value means
 	// the defaults (see [Admission]).
 	Admission Admission
+	// InputTimeout bounds one wait of a call for an answer to a request for input;
+	// 0 means [DefaultInputTimeout].
+	InputTimeout time.Duration
 	// Net makes the guest's "http" requests under the plugin's network policy. Nil
 	// means the plugin reaches no network.
 	Net *egress.Client
 }
+
+// DefaultInputTimeout is how long a call waits for an answer to a request for input
+// when its plugin names no InputTimeout: approvals take minutes or hours.
+const DefaultInputTimeout = time.Hour
 
 // Runner runs a plugin's guest code, each call in a fresh instance: in this process
 // (*sandbox.Module) or in a worker process (*worker.Module).
@@ -77,6 +85,8 @@ type Plugin struct {
 	Templates   []*ResourceTemplate
 	Prompts     []*Prompt
 	Completions bool // the guest completes its prompts' and templates' arguments
+	// InputTimeout bounds one wait for an answer to a request for input (never 0).
+	InputTimeout time.Duration
 	// Net makes the guest's "http" requests; nil means no network.
 	Net *egress.Client
 }
@@ -150,7 +160,10 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 	if err != nil {
 		return nil, fmt.Errorf("describe plugin %q: %w", s.Name, err)
 	}
-	p := &Plugin{Name: s.Name, Prefix: s.Prefix, Module: m, Isolated: s.Workers != nil, Net: s.Net}
+	p := &Plugin{Name: s.Name, Prefix: s.Prefix, Module: m, Isolated: s.Workers != nil, InputTimeout: s.InputTimeout, Net: s.Net}
+	if p.InputTimeout <= 0 {
+		p.InputTimeout = DefaultInputTimeout
+	}
 	switch {
 	case s.Unprefixed:
 		p.Prefix = ""

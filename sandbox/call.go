@@ -140,11 +140,16 @@ func (m *Module) Call(ctx context.Context, input []byte, h Host) ([]byte, error)
 }
 
 func (m *Module) run(ctx context.Context, export string, input []byte, h Host, maxOutput int) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.limits.Timeout)
+	// The time limit is a run-time budget, not a deadline: it stands still while the
+	// guest waits for an answer (request), which may take a person hours.
+	clock := NewClock(m.limits.Timeout)
+	defer clock.Stop()
+	ctx, cancel := WithClock(ctx, clock)
 	defer cancel()
 	limits := m.limits
 	limits.MaxOutputBytes = maxOutput
 	st := newCallState(input, h, limits)
+	st.clock, st.logger = clock, m.logger
 	ctx = withCallState(ctx, st)
 	mod, err := m.instantiate(ctx, st)
 	if err != nil {
@@ -234,7 +239,7 @@ func (m *Module) close(ctx context.Context, mod api.Module) {
 }
 
 // guestError turns an error from instantiating or calling a guest into a GuestError.
-// ctx is the call's context, whose deadline is the plugin's time limit.
+// ctx is the call's context, which ends when the plugin's time limit is spent (WithClock).
 func (m *Module) guestError(ctx context.Context, st *callState, err error) error {
 	m.flushStdio(ctx, st)
 	var exit *sys.ExitError

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -53,6 +54,8 @@ type callState struct {
 	hasReply  bool
 	host      Host
 	limits    Limits
+	clock     *Clock       // the call's run-time budget; nil outside a call (checkVersion)
+	logger    *slog.Logger // with clock: the plugin's logger
 
 	logs, progress, requests int
 	stdout, stderr           limitedBuffer
@@ -253,7 +256,7 @@ func request(ctx context.Context, st *callState, mod api.Module, stack []uint64)
 	if st.host == nil {
 		return statusUnavailable
 	}
-	reply, err := st.host.Request(ctx, method, params)
+	reply, err := st.waitFor(ctx, mod, method, params)
 	if ctx.Err() != nil {
 		// The call was cancelled or timed out while the guest waited: stop the
 		// instance here, so that it never runs on with a reply it did not get.
@@ -278,6 +281,27 @@ func request(ctx context.Context, st *callState, mod api.Module, stack []uint64)
 	}
 	st.reply, st.hasReply = reply, true
 	return int32(len(reply))
+}
+
+// waitFor passes a request to the host. The call's clock stands still while the
+// guest waits for a person's answer (WaitsForAnswer): that is not run time.
+// The instance stays in memory meanwhile (in a task: parked in input_required), which
+// is logged at debug level with its linear memory's size.
+func (st *callState) waitFor(ctx context.Context, mod api.Module, method string, params []byte) ([]byte, error) {
+	if st.clock != nil && WaitsForAnswer(method) {
+		if st.logger != nil {
+			var size uint32
+			if mem := mod.Memory(); mem != nil {
+				size = mem.Size()
+			}
+			st.logger.LogAttrs(ctx, slog.LevelDebug, "guest waits for an answer; its instance is parked",
+				slog.String("method", method), slog.Uint64("memory_bytes", uint64(size)),
+				slog.String("run_time_used", st.clock.Used().String()))
+		}
+		st.clock.Pause()
+		defer st.clock.Resume()
+	}
+	return st.host.Request(ctx, method, params)
 }
 
 // errorReply is the reply after FAILED: {"error": ...}, at most 4 KiB (docs/ABI.md).

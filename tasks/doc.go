@@ -23,5 +23,8 @@
 //	done, err := m.Wait(ctx, "local", t.ID)
 //
 // Tasks live in a [Store]: [MemoryStore] here; a durable one plugs in behind the same
-// interface.
+// interface. A Store that several server processes share (tasks/sqlstore) is also
+// [Shared]: the Manager then records which instance runs each task, polls a task
+// another instance runs, and sends that instance the task's cancel and the answers to
+// its input requests as [Signal]s, so that every instance answers for every task.
 package tasks

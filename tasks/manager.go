@@ -43,6 +43,13 @@ type Options struct {
 	MaxStoredTasks int          // 0 means 100,000
 	MaxStoreBytes  int64        // 0 means 1 GiB
 	Logger         *slog.Logger // nil discards
+	// CreateWindow is how long Start lets a new task's work run before it stores the
+	// task: a task whose work ends within it is stored once, finished, in one commit
+	// instead of two (its CreateTaskResult still waits for that commit, and still
+	// says working). The work then starts before its task is stored; if storing
+	// fails, the work is cancelled and Start fails. 0 means no window: the task is
+	// stored before its work starts.
+	CreateWindow time.Duration
 	// OnChange, if set, is called after every status change of a task (not at its
 	// creation), outside any lock. It must not block for long.
 	OnChange func(Task)
@@ -57,8 +64,9 @@ type Func func(ctx context.Context, h *Handle) (result json.RawMessage, failed s
 
 // Manager runs tasks and answers for them: the one task model behind every wire form.
 type Manager struct {
-	opts  Options
-	store Store
+	opts   Options
+	store  Store
+	shared Shared // store, when other processes share it; else nil
 
 	mu     sync.Mutex
 	live   map[string]*live // unfinished tasks of this process
@@ -67,6 +75,7 @@ type Manager struct {
 	wg     sync.WaitGroup
 	stop   chan struct{}
 	swept  chan struct{}  // closed when the sweeper has ended
+	heard  chan struct{}  // closed when the signal receiver has ended
 	taskMu [64]sync.Mutex // read-modify-write of one task in the store, striped by ID
 }
 
@@ -107,6 +116,15 @@ type live struct {
 	changed chan struct{} // closed and replaced at every change
 	inputs  []*Input      // pending input requests, in the order they were asked
 	nextKey int
+
+	// Storing the task (see Options.CreateWindow). Start sets coalesced and lost,
+	// and closes created when the task is in the store (or failed to get there).
+	created   chan struct{}
+	coalesced bool              // stored finished: its work's outcome is already in the store
+	lost      bool              // storing failed: the work is cancelled and leaves no trace
+	ended     chan struct{}     // closed when the work has returned, with final set
+	final     func(*Task) error // the work's outcome, applied to the stored task
+	inputMu   sync.Mutex        // orders the writes of inputs to a Shared store
 }
 
 // NewManager creates a Manager and starts its expiry sweeper. Close it.
@@ -149,10 +167,17 @@ func NewManager(opts Options) *Manager {
 		opts.MaxStoreBytes = 1 << 30
 	}
 	m := &Manager{opts: opts, store: opts.Store, live: map[string]*live{}, unfin: map[quotaKey]int{},
-		stop: make(chan struct{}), swept: make(chan struct{})}
+		stop: make(chan struct{}), swept: make(chan struct{}), heard: make(chan struct{})}
+	m.shared, _ = opts.Store.(Shared)
 	go m.sweep()
+	go m.hear()
 	return m
 }
+
+// SignalPoll is how often a Manager on a Shared store looks for signals sent to its
+// instance (cancels, input answers), and how often a waiter polls a task that another
+// instance runs: the delay these add across instances is at most this.
+const SignalPoll = 50 * time.Millisecond
 
 // sweepEvery is the sweep interval that follows the default ttl: a quarter of it,
 // between 1s and 1m.
@@ -182,6 +207,9 @@ func (m *Manager) Start(ctx context.Context, who Requester, ttl time.Duration, f
 	now := time.Now().UTC()
 	t := Task{ID: newID(), Owner: owner, Status: Working, CreatedAt: now, LastUpdatedAt: now,
 		TTL: ttl, PollInterval: m.opts.PollInterval}
+	if m.shared != nil {
+		t.Runner = m.shared.Instance()
+	}
 
 	m.mu.Lock()
 	if m.closed {
@@ -211,7 +239,8 @@ func (m *Manager) Start(ctx context.Context, who Requester, ttl time.Duration, f
 	}
 	// The task's context outlives the request: only Cancel and Close end it.
 	taskCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	l := &live{quotas: quotas, cancel: cancel, changed: make(chan struct{}), done: make(chan struct{})}
+	l := &live{quotas: quotas, cancel: cancel, changed: make(chan struct{}), done: make(chan struct{}),
+		created: make(chan struct{}), ended: make(chan struct{})}
 	m.live[t.ID] = l
 	for _, q := range quotas {
 		m.unfin[q]++
@@ -219,19 +248,52 @@ func (m *Manager) Start(ctx context.Context, who Requester, ttl time.Duration, f
 	m.wg.Add(1)
 	m.mu.Unlock()
 
-	if err := m.store.Put(ctx, t); err != nil {
-		m.forget(t.ID)
-		cancel()
-		m.wg.Done()
-		return Task{}, fmt.Errorf("store task: %w", err)
-	}
-	go func() {
+	work := func() {
 		defer m.wg.Done()
 		defer close(l.done)
 		defer cancel()
 		result, failed, rpcErr := f(taskCtx, &Handle{m: m, id: t.ID})
-		m.finish(t.ID, result, failed, rpcErr)
-	}()
+		l.final = m.outcome(result, failed, rpcErr)
+		close(l.ended)
+		<-l.created
+		switch {
+		case l.lost:
+			m.forget(t.ID)
+		case l.coalesced:
+			m.settle(t.ID)
+		default:
+			m.finish(t.ID, l.final)
+		}
+	}
+	stored := t
+	if m.opts.CreateWindow > 0 {
+		go work()
+		window := time.NewTimer(m.opts.CreateWindow)
+		select {
+		case <-l.ended:
+			if l.final(&stored) == nil {
+				stored.LastUpdatedAt = time.Now().UTC()
+				stored.FinishedAt = stored.LastUpdatedAt
+				l.coalesced = true
+			}
+		case <-window.C:
+		}
+		window.Stop()
+	}
+	if err := m.store.Put(ctx, stored); err != nil {
+		l.lost, l.coalesced = true, false
+		cancel()
+		close(l.created)
+		if m.opts.CreateWindow <= 0 {
+			m.forget(t.ID)
+			m.wg.Done()
+		}
+		return Task{}, fmt.Errorf("store task: %w", err)
+	}
+	close(l.created)
+	if m.opts.CreateWindow <= 0 {
+		go work()
+	}
 	return t, nil
 }
 
@@ -263,8 +325,9 @@ func (m *Manager) checkRoom(ctx context.Context) error {
 	return nil
 }
 
-// finish records a task's outcome, unless it was cancelled meanwhile.
-func (m *Manager) finish(id string, result json.RawMessage, failed string, rpcErr *Error) {
+// outcome is what the work returned as a change of its task, decided when it
+// returned (a result over MaxResultBytes fails it; a Close under way fails it).
+func (m *Manager) outcome(result json.RawMessage, failed string, rpcErr *Error) func(*Task) error {
 	if len(result) > m.opts.MaxResultBytes {
 		rpcErr = &Error{Code: -32603, Message: fmt.Sprintf("the result of %d bytes is larger than the %d bytes a task may keep (max_result_bytes)", len(result), m.opts.MaxResultBytes)}
 		result, failed = nil, ""
@@ -272,7 +335,7 @@ func (m *Manager) finish(id string, result json.RawMessage, failed string, rpcEr
 	m.mu.Lock()
 	closing := m.closed
 	m.mu.Unlock()
-	t, err := m.update(id, func(t *Task) error {
+	return func(t *Task) error {
 		if t.Status.Terminal() {
 			return ErrTerminal // cancelled: it stays cancelled whatever the work returned
 		}
@@ -288,13 +351,31 @@ func (m *Manager) finish(id string, result json.RawMessage, failed string, rpcEr
 			t.Status, t.StatusMessage, t.Result = Completed, "", result
 		}
 		return nil
-	})
+	}
+}
+
+// finish records a task's outcome, unless it was cancelled meanwhile.
+func (m *Manager) finish(id string, apply func(*Task) error) {
+	t, err := m.update(id, apply)
 	if err != nil && !errors.Is(err, ErrTerminal) {
 		m.opts.Logger.Error("record task outcome", "task", id, "err", err)
 	}
 	if err == nil {
 		m.changed(t)
 	}
+	m.release(id)
+}
+
+// settle ends a task that was stored finished (Options.CreateWindow).
+func (m *Manager) settle(id string) {
+	if t, err := m.store.Get(context.Background(), id); err == nil {
+		m.changed(t)
+	}
+	m.release(id)
+}
+
+// release forgets a task whose work has ended and wakes its watchers.
+func (m *Manager) release(id string) {
 	m.mu.Lock()
 	if l := m.live[id]; l != nil {
 		m.forgetLocked(id)
@@ -327,24 +408,43 @@ func (m *Manager) forgetLocked(id string) {
 func (m *Manager) update(id string, f func(*Task) error) (Task, error) {
 	// Updates of different tasks run concurrently, so that a durable store can commit
 	// them together; updates of one task are serialized.
+	m.mu.Lock()
+	l := m.live[id]
+	m.mu.Unlock()
+	if l != nil {
+		<-l.created // the work may run before its task is stored (CreateWindow)
+		if l.lost {
+			return Task{}, ErrNotFound
+		}
+	}
 	mu := &m.taskMu[stripe(id)]
 	mu.Lock()
 	defer mu.Unlock()
 	ctx := context.Background()
+	apply := func(t *Task) error {
+		before := t.Status
+		if err := f(t); err != nil {
+			return err
+		}
+		if t.Status != before && !before.CanMove(t.Status) {
+			return fmt.Errorf("task %s: illegal transition %s -> %s", id, before, t.Status)
+		}
+		t.LastUpdatedAt = time.Now().UTC()
+		if t.Status.Terminal() && !before.Terminal() {
+			t.FinishedAt = t.LastUpdatedAt
+		}
+		return nil
+	}
+	if m.shared != nil {
+		// Other processes write the same task: one transaction reads and writes it.
+		return m.shared.Update(ctx, id, apply)
+	}
 	t, err := m.store.Get(ctx, id)
 	if err != nil {
 		return Task{}, err
 	}
-	before := t.Status
-	if err := f(&t); err != nil {
+	if err := apply(&t); err != nil {
 		return t, err
-	}
-	if t.Status != before && !before.CanMove(t.Status) {
-		return t, fmt.Errorf("task %s: illegal transition %s -> %s", id, before, t.Status)
-	}
-	t.LastUpdatedAt = time.Now().UTC()
-	if t.Status.Terminal() && !before.Terminal() {
-		t.FinishedAt = t.LastUpdatedAt
 	}
 	return t, m.store.Put(ctx, t)
 }
@@ -398,6 +498,20 @@ func (m *Manager) Watch(ctx context.Context, owner, id string) (Task, []*Input, 
 	}
 	if t.Status.Terminal() {
 		return t, nil, nil, nil
+	}
+	if ch == nil && m.shared != nil {
+		// Another instance runs it: its inputs are in the store, and its changes are
+		// seen by polling the store.
+		pending, err := m.shared.Inputs(ctx, id)
+		if err != nil {
+			return Task{}, nil, nil, err
+		}
+		for _, p := range pending {
+			inputs = append(inputs, &Input{Key: p.Key, Method: p.Method, Params: p.Params})
+		}
+		poll := make(chan struct{})
+		time.AfterFunc(SignalPoll, func() { close(poll) })
+		return t, inputs, poll, nil
 	}
 	if ch == nil { // finished between the two reads
 		return m.Watch(ctx, owner, id)
@@ -475,6 +589,12 @@ func (m *Manager) Cancel(ctx context.Context, owner, id string) (Task, error) {
 	l := m.live[id]
 	m.mu.Unlock()
 	m.changed(t)
+	if l == nil && m.shared != nil && t.Runner != "" && t.Runner != m.shared.Instance() {
+		// Another instance runs its work: tell it to stop.
+		if _, err := m.shared.Send(ctx, Signal{Runner: t.Runner, Task: id, Kind: SignalCancel}); err != nil {
+			m.opts.Logger.Error("send cancel to the instance running the task", "task", id, "instance", t.Runner, "err", err)
+		}
+	}
 	if l != nil {
 		l.cancel()
 		select {
@@ -502,7 +622,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Unlock()
 	close(m.stop)
 	done := make(chan struct{})
-	go func() { m.wg.Wait(); <-m.swept; close(done) }()
+	go func() { m.wg.Wait(); <-m.swept; <-m.heard; close(done) }()
 	select {
 	case <-done:
 		return nil
@@ -575,6 +695,23 @@ func (m *Manager) Answer(owner, id, key string, r Reply) bool {
 		}
 	}
 	m.mu.Unlock()
+	if l == nil && m.shared != nil {
+		// Another instance may run it: the answer goes there through the store.
+		s := Signal{Task: id, Kind: SignalAnswer, Key: key, Result: r.Result}
+		if r.Err != nil {
+			s.Err = r.Err.Error()
+		}
+		t, err := m.store.Get(context.Background(), id)
+		if err != nil || t.Runner == "" || t.Runner == m.shared.Instance() {
+			return false
+		}
+		s.Runner = t.Runner
+		ok, err := m.shared.Send(context.Background(), s)
+		if err != nil {
+			m.opts.Logger.Error("send input answer to the instance running the task", "task", id, "instance", t.Runner, "err", err)
+		}
+		return ok
+	}
 	if in == nil {
 		return false
 	}
@@ -614,6 +751,7 @@ func (h *Handle) Ask(ctx context.Context, method string, params json.RawMessage,
 	in := &Input{Key: "input-" + strconv.Itoa(l.nextKey), Method: method, Params: params, reply: make(chan Reply, 1)}
 	l.inputs = append(l.inputs, in)
 	m.mu.Unlock()
+	h.shareInputs(l)
 
 	defer h.removeInput(in)
 	h.setStatus(InputRequired, "waiting for input")
@@ -646,6 +784,9 @@ func (h *Handle) removeInput(in *Input) {
 		left = len(l.inputs)
 	}
 	m.mu.Unlock()
+	if removed {
+		h.shareInputs(l)
+	}
 	switch {
 	case !removed:
 	case left == 0:
@@ -695,5 +836,97 @@ func (h *Handle) notify() {
 	if l := m.live[h.id]; l != nil {
 		close(l.changed)
 		l.changed = make(chan struct{})
+	}
+}
+
+// shareInputs records l's pending inputs in a Shared store, where other instances
+// show them and answer them.
+func (h *Handle) shareInputs(l *live) {
+	m := h.m
+	if m.shared == nil {
+		return
+	}
+	l.inputMu.Lock()
+	defer l.inputMu.Unlock()
+	m.mu.Lock()
+	pending := make([]PendingInput, len(l.inputs))
+	for i, in := range l.inputs {
+		pending[i] = PendingInput{Key: in.Key, Method: in.Method, Params: in.Params}
+	}
+	m.mu.Unlock()
+	if err := m.shared.SetInputs(context.Background(), h.id, pending); err != nil {
+		m.opts.Logger.Error("record pending inputs", "task", h.id, "err", err)
+	}
+}
+
+// hear receives, on a Shared store, the signals other instances send about the tasks
+// this one runs, every SignalPoll, until Close.
+func (m *Manager) hear() {
+	defer close(m.heard)
+	if m.shared == nil {
+		return
+	}
+	tick := time.NewTicker(SignalPoll)
+	defer tick.Stop()
+	failing := "" // the error last logged: a lasting one is logged once
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-tick.C:
+		}
+		signals, err := m.shared.Receive(context.Background())
+		if err != nil {
+			if err.Error() != failing {
+				failing = err.Error()
+				m.opts.Logger.Error("receive signals from other instances", "err", err)
+			}
+			continue
+		}
+		failing = ""
+		for _, s := range signals {
+			m.obey(s)
+		}
+	}
+}
+
+// obey acts on a signal about a task this instance runs.
+func (m *Manager) obey(s Signal) {
+	m.mu.Lock()
+	l := m.live[s.Task]
+	var in *Input
+	if l != nil {
+		for _, x := range l.inputs {
+			if x.Key == s.Key {
+				in = x
+			}
+		}
+	}
+	m.mu.Unlock()
+	if l == nil {
+		return // finished meanwhile
+	}
+	switch s.Kind {
+	case SignalCancel:
+		l.cancel()
+		if t, err := m.store.Get(context.Background(), s.Task); err == nil {
+			m.changed(t)
+		}
+	case SignalAnswer:
+		if in == nil {
+			return
+		}
+		r := Reply{Result: s.Result}
+		if s.Err != "" {
+			r = Reply{Err: errors.New(s.Err)}
+		}
+		answered := false
+		in.once.Do(func() {
+			in.reply <- r
+			answered = true
+		})
+		if answered {
+			(&Handle{m: m, id: s.Task}).removeInput(in)
+		}
 	}
 }

@@ -478,3 +478,83 @@ func TestSweepInterval(t *testing.T) {
 		}
 	})
 }
+
+// putCounter is a MemoryStore that counts its Puts and can refuse them.
+type putCounter struct {
+	*tasks.MemoryStore
+	mu     sync.Mutex
+	puts   map[string]int
+	refuse bool
+}
+
+func (s *putCounter) Put(ctx context.Context, t tasks.Task) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refuse {
+		return errors.New("disk full")
+	}
+	s.puts[t.ID]++
+	return s.MemoryStore.Put(ctx, t)
+}
+
+func (s *putCounter) count(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.puts[id]
+}
+
+// TestCreateWindow: with a window, a task whose work ends within it is stored once,
+// finished; one that runs longer (and asks for input meanwhile) is stored at the end
+// of the window and then as before; a store that refuses the task cancels its work.
+func TestCreateWindow(t *testing.T) {
+	ctx := context.Background()
+	store := &putCounter{MemoryStore: tasks.NewMemoryStore(), puts: map[string]int{}}
+	m := newManager(t, tasks.Options{Store: store, CreateWindow: time.Minute})
+
+	fast, err := m.Start(ctx, tasks.Requester{Owner: "o"}, 0, result(`{"fast":1}`))
+	if err != nil || fast.Status != tasks.Working {
+		t.Fatalf("Start(fast) = %+v, %v; want the created task, working", fast, err)
+	}
+	got, _ := m.Get(ctx, "o", fast.ID)
+	if got.Status != tasks.Completed || string(got.Result) != `{"fast":1}` || store.count(fast.ID) != 1 {
+		t.Errorf("fast task when Start returns = %s %s after %d Puts, want completed after 1", got.Status, got.Result, store.count(fast.ID))
+	}
+
+	m = newManager(t, tasks.Options{Store: store, CreateWindow: 20 * time.Millisecond})
+	asked := make(chan string, 1)
+	slow, err := m.Start(ctx, tasks.Requester{Owner: "o"}, 0, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+		// Asking during the window waits for the task to be stored.
+		ans, err := h.Ask(ctx, "elicitation/create", json.RawMessage(`{}`), func(in *tasks.Input) { asked <- in.Key })
+		if err != nil {
+			return nil, "", &tasks.Error{Code: -1, Message: err.Error()}
+		}
+		return ans, "", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := <-asked
+	if !m.Answer("o", slow.ID, key, tasks.Reply{Result: json.RawMessage(`{"action":"accept"}`)}) {
+		t.Fatal("Answer = false")
+	}
+	if got, _ := m.Wait(ctx, "o", slow.ID); got.Status != tasks.Completed || store.count(slow.ID) < 3 {
+		t.Errorf("slow task = %s after %d Puts, want completed after created, input_required, working, completed", got.Status, store.count(slow.ID))
+	}
+
+	store.mu.Lock()
+	store.refuse = true
+	store.mu.Unlock()
+	stopped := make(chan struct{})
+	if _, err := m.Start(ctx, tasks.Requester{Owner: "o"}, 0, func(ctx context.Context, _ *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+		<-ctx.Done()
+		close(stopped)
+		return nil, "", nil
+	}); err == nil {
+		t.Error("Start on a store that refuses = nil error")
+	}
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Error("the work of a task that could not be stored was not cancelled")
+	}
+}

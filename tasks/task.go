@@ -58,6 +58,9 @@ type Task struct {
 	PollInterval  time.Duration
 	Result        json.RawMessage // the request's result, when completed or failed by a result
 	Error         *Error          // the request's JSON-RPC error, when failed by one
+	// Runner is the server instance running the task's work, on a Shared store
+	// ("" on any other store, and once the task is terminal it no longer matters).
+	Runner string
 }
 
 // Errors of the Manager and the Store.

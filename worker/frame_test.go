@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 )
@@ -57,6 +58,8 @@ func FuzzWorkerFrames(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := &process{w: &writer{w: io.Discard}, dead: make(chan struct{}), calls: map[uint64]*call{}, logger: m.logger}
 		c := p.register()
+		clock := sandbox.NewClock(time.Minute)
+		defer clock.Stop()
 		r := bufio.NewReader(bytes.NewReader(data))
 		var hdr [headerLen]byte
 		read := 0
@@ -76,7 +79,7 @@ func FuzzWorkerFrames(f *testing.F) {
 				continue // the supervisor kills the worker; read on to try more frames
 			}
 			for _, h := range []sandbox.Host{answeringHost{}, nil} {
-				out, err, finished := m.handle(context.Background(), p, c, fr, h)
+				out, err, finished := m.handle(context.Background(), clock, p, c, fr, h)
 				if fr.typ == frameResult && (!finished || (err == nil) != (fr.payload[0] == outcomeOK) || (err == nil && !bytes.Equal(out, fr.payload[1:]))) {
 					t.Fatalf("handle(result %x) = %q, %v, %v", fr.payload, out, err, finished)
 				}

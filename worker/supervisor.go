@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -25,6 +26,10 @@ import (
 // its cancellation before the supervisor kills the worker. wazero stops a looping guest
 // in well under a millisecond; only a guest that cannot be interrupted takes longer.
 const DefaultKillGrace = 50 * time.Millisecond
+
+// WaitingCancelGrace is the time a call cancelled while its guest waited for an
+// answer gets beyond KillGrace to stop (see Module.cancelGrace).
+const WaitingCancelGrace = time.Second
 
 // WorkerNice is the nice value every worker runs at: guest code is the untrusted,
 // CPU-hungry part, and the server's own work (answering tasks/get, delivering a
@@ -296,9 +301,12 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 	defer m.live.Add(-1)
 	c := p.register()
 	defer p.unregister(c.id)
-	// The worker enforces the time limit itself; this deadline is the backstop.
+	// The worker enforces the time limit itself; this clock is the backstop. Like the
+	// worker's, it stands still while the guest waits for an answer (handle).
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, m.limits.Timeout)
+	clock := sandbox.NewClock(m.limits.Timeout)
+	defer clock.Stop()
+	ctx, cancel := sandbox.WithClock(ctx, clock)
 	defer cancel()
 	if err := p.w.send(frameCall, c.id, []byte{entry}, input); err != nil {
 		p.kill("its input could not be written: " + err.Error())
@@ -307,11 +315,12 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 	}
 	done := ctx.Done()
 	var grace <-chan time.Time
+	var allowed time.Duration // the grace given, for the message
 	for {
 		select {
 		case <-c.wake:
 			for _, f := range p.take(c) {
-				if out, err, finished := m.handle(ctx, p, c, f, h); finished {
+				if out, err, finished := m.handle(ctx, clock, p, c, f, h); finished {
 					return out, err, false
 				}
 			}
@@ -319,14 +328,17 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 			done = nil
 			if parent.Err() != nil {
 				_ = p.w.send(frameCancel, c.id)
-			} // else the worker's own deadline, set when the call arrived, is due now
-			grace = time.After(m.sup.opts.KillGrace)
+				allowed = m.cancelGrace(c.parked)
+			} else { // the worker's own clock, started when the call arrived, is due now
+				allowed = m.grace(clock)
+			}
+			grace = time.After(allowed)
 		case <-grace:
-			return nil, m.stuck(ctx, parent, p), false
+			return nil, m.stuck(parent, p, allowed), false
 		case <-p.dead:
 			// Results the worker wrote before it died are still delivered.
 			for _, f := range p.take(c) {
-				if out, err, finished := m.handle(ctx, p, c, f, nil); finished {
+				if out, err, finished := m.handle(ctx, clock, p, c, f, nil); finished {
 					return out, err, false
 				}
 			}
@@ -336,7 +348,7 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 }
 
 // handle acts on one frame of call c. It reports finished with the call's outcome.
-func (m *Module) handle(ctx context.Context, p *process, c *call, f frame, h sandbox.Host) (out []byte, err error, finished bool) {
+func (m *Module) handle(ctx context.Context, clock *sandbox.Clock, p *process, c *call, f frame, h sandbox.Host) (out []byte, err error, finished bool) {
 	switch f.typ {
 	case frameResult:
 		out, err, finished := m.result(p, f.payload)
@@ -369,7 +381,15 @@ func (m *Module) handle(ctx context.Context, p *process, c *call, f frame, h san
 				case <-rctx.Done():
 				}
 			}()
+			wait := sandbox.WaitsForAnswer(method)
+			if wait {
+				clock.Pause()
+			}
 			reply, rerr := h.Request(rctx, method, params)
+			if wait {
+				clock.Resume()
+				c.parked = ctx.Err() != nil
+			}
 			cancel()
 			status, body = replyStatus(reply, rerr)
 		}
@@ -420,11 +440,34 @@ func (m *Module) openFilesNote(p *process) string {
 // when the crash is reported, the crashed instance has closed its own.
 const openFilesSlack = 16
 
+// grace is how long after clock ran out the worker may take to report the call's end
+// before it is killed: KillGrace, and one more for each wait for an answer. The
+// worker's clock stood still from sending the request to reading the reply, this one
+// only from reading the request to sending the reply, so it is ahead by the frames'
+// transit, which a loaded machine can stretch.
+func (m *Module) grace(clock *sandbox.Clock) time.Duration {
+	return m.sup.opts.KillGrace * time.Duration(1+clock.Waits())
+}
+
+// cancelGrace is how long after a cancellation the worker may take to report the
+// call's end before it is killed: KillGrace for a guest that was running, and
+// WaitingCancelGrace more for one that was waiting for an answer. That guest was not
+// running code; it must first be woken with the cancellation and unwind, in a worker
+// that may hold hundreds of such parked calls and that runs at a lower priority than
+// the server: cancelling many parked tasks on a busy machine took longer than
+// KillGrace, and killing the worker lost every other parked task in it.
+func (m *Module) cancelGrace(parked bool) time.Duration {
+	if parked {
+		return m.sup.opts.KillGrace + WaitingCancelGrace
+	}
+	return m.sup.opts.KillGrace
+}
+
 // stuck kills a worker whose call did not stop in time and reports the call's end.
-func (m *Module) stuck(ctx, parent context.Context, p *process) error {
+func (m *Module) stuck(parent context.Context, p *process, allowed time.Duration) error {
 	kind, reason, why := sandbox.KindTimeout, "it exceeded its time limit of "+m.limits.Timeout.String(), "it did not stop at its time limit"
 	if err := parent.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		kind, reason, why = sandbox.KindCanceled, "the call was cancelled", "it did not stop within "+m.sup.opts.KillGrace.String()+" of being cancelled"
+		kind, reason, why = sandbox.KindCanceled, "the call was cancelled", "it did not stop within "+allowed.String()+" of being cancelled"
 	}
 	p.kill("a call in it did not stop: " + why)
 	<-p.dead // the process is gone, and the instance with it
@@ -522,6 +565,9 @@ type call struct {
 	frames []frame
 	count  int  // frames received, against the ABI's per-call limits
 	begun  bool // the worker said the guest starts: the call may have had effects
+	// parked: the call was cancelled while its guest waited for an answer (set and read
+	// by the call's own goroutine, in runIn and handle).
+	parked bool
 }
 
 func (p *process) register() *call {
@@ -664,7 +710,9 @@ func (p *process) forwardLogs(r io.Reader) {
 	for sc.Scan() {
 		line := sc.Bytes()
 		var rec map[string]any
-		if json.Unmarshal(line, &rec) != nil {
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber() // sizes and counts stay integers: 3604480, not 3.60448e+06
+		if dec.Decode(&rec) != nil {
 			p.workerOutput(strings.ToValidUTF8(string(line), "\uFFFD"))
 			continue
 		}

@@ -146,7 +146,7 @@ func TestHostFunctionsCrossTheBoundary(t *testing.T) {
 	}{
 		{"accepted", func(string) ([]byte, error) { return []byte(`{"action":"accept","content":{"confirm":true}}`), nil }, `"text":"accept"`},
 		{"unavailable", func(string) ([]byte, error) { return nil, sandbox.ErrUnavailable }, "UNAVAILABLE"},
-		{"failed", func(string) ([]byte, error) { return nil, errors.New("the client went away") }, "FAILED"},
+		{"failed", func(string) ([]byte, error) { return nil, errors.New("the client went away") }, "could not ask: the client went away"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -386,5 +386,93 @@ func TestWorkerIsHardened(t *testing.T) {
 		if !strings.HasPrefix(target, "anon_inode:") && !strings.HasPrefix(target, "/sys/fs/cgroup/") {
 			t.Errorf("worker holds fd %s -> %s; want only stdin, stdout, stderr and the Go runtime's own", fd.Name(), target)
 		}
+	}
+}
+
+// TestInputWaitIsNotRunTime: in a worker as in process, the wait for an answer does not
+// count against the time limit, in the worker's clock nor in the supervisor's watchdog:
+// a guest answered after three times its limit gets the answer, one that loops after
+// the answer is stopped by the worker itself (not killed), and one that wazero cannot
+// interrupt after the answer (askspin) is killed at its limit, not before the answer.
+func TestInputWaitIsNotRunTime(t *testing.T) {
+	const limit, wait = 300 * time.Millisecond, 900 * time.Millisecond
+	answer := func(string) ([]byte, error) {
+		time.Sleep(wait)
+		return []byte(`{"action":"accept","content":{"confirm":true}}`), nil
+	}
+	tests := []struct {
+		wasm, want string
+		kind       sandbox.ErrorKind // 0: the call succeeds with want in its output
+		killed     bool
+	}{
+		{"testdata/wasm/asker.wasm", `"text":"accept"`, 0, false},
+		{"testdata/wasm/askloop.wasm", "exceeded its time limit of 300ms", sandbox.KindTimeout, false},
+		{"testdata/wasm/askspin.wasm", "exceeded its time limit of 300ms", sandbox.KindTimeout, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.wasm, func(t *testing.T) {
+			opts := worker.Options{}
+			if !tt.killed {
+				opts.KillGrace = 10 * time.Second // the worker's own clock must stop it
+			}
+			m := loadWith(t, opts, tt.wasm, sandbox.Limits{Timeout: limit})
+			start := time.Now()
+			out, err := m.Call(t.Context(), input("ask", nil), &recorder{answer: answer})
+			took := time.Since(start)
+			if tt.kind == 0 {
+				if err != nil || !strings.Contains(string(out), tt.want) {
+					t.Fatalf("Call(ask) after a %v wait with a %v limit = %s, %v; want the answer", wait, limit, out, err)
+				}
+				return
+			}
+			var ge *sandbox.GuestError
+			if !errors.As(err, &ge) || ge.Kind != tt.kind || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(ge.Message, tt.want) {
+				t.Fatalf("Call(ask) = %v; want kind %d with %q", err, tt.kind, tt.want)
+			}
+			if killed := strings.Contains(ge.Message, "killed"); killed != tt.killed {
+				t.Errorf("Call(ask) = %q; killed %v, want %v", ge.Message, killed, tt.killed)
+			}
+			if took < wait+limit {
+				t.Errorf("stopped after %v, before the wait (%v) and the limit (%v) had passed", took, wait, limit)
+			}
+		})
+	}
+}
+
+// TestCancelWhileWaitingSparesTheWorker: a call cancelled while its guest waits for
+// an answer gets WaitingCancelGrace beyond KillGrace to unwind, so its worker is not
+// killed and another call parked in the same worker lives on. KillGrace is 1 ns here:
+// a guest that was running would cost its worker at once.
+func TestCancelWhileWaitingSparesTheWorker(t *testing.T) {
+	m := loadWith(t, worker.Options{KillGrace: time.Nanosecond}, "testdata/wasm/asker.wasm", sandbox.Limits{Timeout: time.Minute})
+	pid := m.PID()
+	bystander := &recorder{asked: make(chan string, 1)}
+	bystanderDone := make(chan error, 1)
+	go func() {
+		_, err := m.Call(t.Context(), input("ask", nil), bystander)
+		bystanderDone <- err
+	}()
+	<-bystander.asked
+	ctx, cancel := context.WithCancel(t.Context())
+	parked := &recorder{asked: make(chan string, 1)}
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Call(ctx, input("ask", nil), parked)
+		done <- err
+	}()
+	<-parked.asked
+	cancel()
+	err := <-done
+	var ge *sandbox.GuestError
+	if !errors.As(err, &ge) || ge.Kind != sandbox.KindCanceled || strings.Contains(ge.Message, "killed") {
+		t.Fatalf("Call(ask) cancelled while waiting = %v; want cancelled, the worker not killed", err)
+	}
+	if got := m.PID(); got != pid {
+		t.Fatalf("worker PID after the cancel = %d, want %d (not restarted)", got, pid)
+	}
+	select {
+	case err := <-bystanderDone:
+		t.Fatalf("the parked bystander ended with the cancelled call: %v", err)
+	case <-time.After(100 * time.Millisecond):
 	}
 }

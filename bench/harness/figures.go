@@ -365,6 +365,9 @@ func (e *Env) Figure4(ctx context.Context) (*Figure, error) {
 		{"C guest (asker_ask)", "asker_ask", map[string]any{}, 1, pick(e, 200, 10)},
 		{"Go guest (toolbox_write_note)", "toolbox_write_note", map[string]any{"name": "parked.txt", "text": "x"}, 1, pick(e, 200, 5)},
 	}
+	// Every parked task holds one of its plugin's slots (max_concurrent): room for all.
+	parkAsker, parkToolbox := asker, toolbox
+	parkAsker.MaxConcurrent, parkToolbox.MaxConcurrent = 256, 256
 	for rep := range max(e.Reps, pick(e, 5, 1)) {
 		e.logf("figure 4, repetition %d", rep+1)
 		for _, v := range Variants {
@@ -372,7 +375,7 @@ func (e *Env) Figure4(ctx context.Context) (*Figure, error) {
 				continue
 			}
 			for _, k := range kinds {
-				s, err := e.Ours(v, "", asker, toolbox)
+				s, err := e.Ours(v, "", parkAsker, parkToolbox)
 				if err != nil {
 					return nil, err
 				}

@@ -35,6 +35,7 @@ import (
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks/boltstore"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks/sqlstore"
 	"github.com/mcp-wasmhost/mcp-wasmhost/worker"
 )
 
@@ -120,12 +121,25 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		return report(stdout, catalog, append(refused, host.Vet(catalog)...))
 	}
 
-	store, err := openStore(cfg.Tasks)
+	store, err := openStore(ctx, cfg.Tasks, logger)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	// Servers sharing a task store share the request-state key and used nonces too,
+	// so that a state one issued is accepted once by any of them.
+	var stateKey []byte
+	var nonces host.Nonces
+	var createWindow time.Duration
+	if shared, ok := store.(*sqlstore.Store); ok {
+		createWindow = sqlstore.CreateWindow
+		if stateKey, err = host.LoadStateKey(filepath.Join(cfg.Tasks.DataDir, "state.key")); err != nil {
+			return err
+		}
+		nonces = shared
+	}
 	srv, err := host.New(catalog, host.Options{Name: cfg.Server.Name, Version: version(), Logger: logger,
+		StateKey: stateKey, Nonces: nonces,
 		ResumableStreams:   cfg.Server.ResumableStreams,
 		MaxMessageBytes:    cfg.Server.MaxMessageBytes,
 		BodyReadTimeout:    cfg.Server.BodyReadTimeout.Duration,
@@ -142,6 +156,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 			MaxResultBytes: cfg.Tasks.MaxResultBytes,
 			MaxStoredTasks: cfg.Tasks.MaxStoredTasks,
 			MaxStoreBytes:  int64(cfg.Tasks.MaxStoreMiB) << 20,
+			CreateWindow:   createWindow,
 		}})
 	if err != nil {
 		return err
@@ -283,11 +298,17 @@ type memoryStore struct{ *tasks.MemoryStore }
 
 func (memoryStore) Close() error { return nil }
 
-func openStore(c config.Tasks) (taskStore, error) {
-	if c.Store == config.StoreMemory {
+// openStore opens the configured task store. On "sqlite" this process becomes an
+// instance of a store that the other local servers on the same data_dir share; Close
+// ends the instance.
+func openStore(ctx context.Context, c config.Tasks, logger *slog.Logger) (taskStore, error) {
+	switch c.Store {
+	case config.StoreMemory:
 		return memoryStore{tasks.NewMemoryStore()}, nil
+	case config.StoreBolt:
+		return boltstore.Open(filepath.Join(c.DataDir, "tasks.db"))
 	}
-	return boltstore.Open(filepath.Join(c.DataDir, "tasks.db"))
+	return sqlstore.Open(ctx, filepath.Join(c.DataDir, "tasks.sqlite"), sqlstore.Options{Logger: logger})
 }
 
 func pluginSpec(pc config.Plugin) plugins.Spec {
@@ -311,7 +332,8 @@ func pluginSpec(pc config.Plugin) plugins.Spec {
 		Grants: sandbox.Grants{Env: env, Dirs: dirs},
 		Admission: plugins.Admission{MaxConcurrent: pc.MaxConcurrent, MaxQueued: pc.MaxQueued,
 			QueueTimeout: pc.QueueTimeout.Duration},
-		Processes: pc.Workers,
+		Processes:    pc.Workers,
+		InputTimeout: pc.InputTimeout.Duration,
 	}
 	if pc.Prefix != nil {
 		s.Prefix, s.Unprefixed = *pc.Prefix, *pc.Prefix == ""

@@ -356,9 +356,11 @@ func TestCrashRecovery(t *testing.T) {
 	}
 }
 
-// TestStoreLocked: a second server on the same task store refuses to start, naming it.
+// TestStoreLocked: on the bolt store, which one process holds at a time, a second
+// server refuses to start, naming it. (On the default store both serve:
+// TestInstancesShareTasks.)
 func TestStoreLocked(t *testing.T) {
-	cfg := writeConfig(t, serverTOML(t)+pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
+	cfg := writeConfig(t, boltTOML(t)+pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
 	first, _ := connectStdio(t, "--config", cfg)
 	if _, err := first.ListTools(context.Background(), nil); err != nil {
 		t.Fatal(err)
@@ -367,6 +369,11 @@ func TestStoreLocked(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "tasks.db is locked by another process") {
 		t.Errorf("second server = %v:\n%s\nwant a refusal naming the locked store", err, out)
 	}
+}
+
+// boltTOML is serverTOML on the bolt store.
+func boltTOML(t *testing.T) string {
+	return strings.Replace(serverTOML(t), "[tasks]\n", "[tasks]\nstore = \"bolt\"\n", 1)
 }
 
 func TestCheck(t *testing.T) {
@@ -444,7 +451,7 @@ func TestStoreDamaged(t *testing.T) {
 			dataDir := t.TempDir()
 			path := filepath.Join(dataDir, "tasks.db")
 			os.WriteFile(path, tt.data, 0o600)
-			cfg := writeConfig(t, fmt.Sprintf("[server]\ncache_dir = %q\n\n[tasks]\ndata_dir = %q\n\n", testenv.CacheDir(), dataDir)+
+			cfg := writeConfig(t, fmt.Sprintf("[server]\ncache_dir = %q\n\n[tasks]\nstore = \"bolt\"\ndata_dir = %q\n\n", testenv.CacheDir(), dataDir)+
 				pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
 			cmd := exec.Command(binary, "--config", cfg)
 			cmd.Stdin = strings.NewReader("")

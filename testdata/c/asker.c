@@ -19,6 +19,14 @@ static int32_t call(void)
     char *reply = NULL, *action = NULL;
     size_t n = 0;
     int32_t r = mcpwh_request("elicit", params, sizeof params - 1, &reply, &n);
+    if (r == MCPWH_FAILED && reply != NULL &&
+        mcpwh_json_get_string(mcpwh_span_of(reply, n), "error", &action, NULL) == MCPWH_JSON_OK) {
+        /* the host says why, such as "no answer within 1h" (input_timeout) */
+        free(reply);
+        r = mcpwh_result_errorf("could not ask: %s", action);
+        free(action);
+        return r == MCPWH_OK ? 0 : 1;
+    }
     if (r != MCPWH_OK) {
         free(reply);
         return mcpwh_result_errorf("could not ask: %s", mcpwh_status_name(r)) == MCPWH_OK ? 0 : 1;

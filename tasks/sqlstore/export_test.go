@@ -1,0 +1,32 @@
+package sqlstore
+
+import (
+	"context"
+	"time"
+)
+
+// Crash ends s as a SIGKILL would: no lease renewal, its instance file unlocked,
+// and nothing cleaned up in the database.
+func (s *Store) Crash() {
+	close(s.stop)
+	<-s.done
+	s.lock.Close()
+	s.db.Close()
+}
+
+// Recover runs the check for stopped instances now.
+func (s *Store) Recover(ctx context.Context) error { return s.recover(ctx) }
+
+// SetVersion writes a schema version, as a newer program would have.
+func (s *Store) SetVersion(ctx context.Context, v int) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE schema_version SET version = ?`, v)
+	return err
+}
+
+// SetLease sets instance id's lease (inserting a row for an instance that has none,
+// as one on another machine would have).
+func (s *Store) SetLease(ctx context.Context, id string, until time.Time) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO instances (id, pid, started_at, lease_until) VALUES (?, 0, 0, ?)
+		ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until`, id, until.UnixNano())
+	return err
+}
