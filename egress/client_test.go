@@ -144,7 +144,7 @@ func TestDo(t *testing.T) {
 		{name: "private literal", req: Request{URL: "http://10.0.0.5/"}, err: "private address (10.0.0.0/8); allow it in [[plugins.net]]"},
 		{name: "metadata literal", req: Request{URL: "http://169.254.169.254/"}, err: "cloud metadata"},
 		{name: "name to private", req: Request{URL: "http://internal.test:" + mp + "/"}, err: "internal.test (10.0.0.5) refused: private address"},
-		{name: "name to mapped metadata", req: Request{URL: "http://mapped.test:" + mp + "/"}, err: "cloud metadata address embedded"},
+		{name: "name to mapped metadata", req: Request{URL: "http://mapped.test:" + mp + "/"}, err: "mapped.test (169.254.169.254) refused: cloud metadata address (169.254.169.254/32)"},
 		{name: "redirect to private", req: Request{URL: api + "/to-private"}, err: "redirect from http://api.test:" + mp + ": http://10.0.0.5 refused: private"},
 		{name: "redirect to metadata", req: Request{URL: api + "/to-metadata"}, err: "cloud metadata"},
 		{name: "redirect loop", req: Request{URL: api + "/loop"}, err: "more than 5 redirects"},
