@@ -44,7 +44,7 @@ type netServers struct {
 }
 
 func newNetServers(t *testing.T) *netServers {
-	s := &netServers{slowStart: make(chan struct{}, 8), slowGone: make(chan time.Time, 8)}
+	s := &netServers{slowStart: make(chan struct{}, 32), slowGone: make(chan time.Time, 32)}
 	s.other = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.otherSaw = append(s.otherSaw, r.Header.Get("Authorization")+"|"+r.Header.Get("Cookie"))
@@ -136,9 +136,16 @@ ca_file = %q
 		t.Fatal(err)
 	}
 	for _, p := range []struct{ name, wasm, sha, extra string }{
-		{"net", wasm, digest(b), ""}, {"netin", wasm, digest(b), "trusted = true\n"}, {"cnet", cwasm, digest(cb), ""},
+		{"net", wasm, digest(b), `timeout = "20s"`}, {"netin", wasm, digest(b), "timeout = \"20s\"\ntrusted = true"},
+		{"cnet", cwasm, digest(cb), `timeout = "20s"`},
+		// The call's own time limit is shorter than the request's.
+		{"netshort", wasm, digest(b), `timeout = "1s"`},
 	} {
-		fmt.Fprintf(&cfg, "[[plugins]]\nname = %q\npath = %q\nsha256 = %q\ntimeout = \"20s\"\n%s\n%s\n", p.name, p.wasm, p.sha, p.extra, grants)
+		g := grants
+		if p.name == "netshort" {
+			g = strings.Replace(grants, fmt.Sprintf("timeout = %q", netTimeout), `timeout = "30s"`, 1)
+		}
+		fmt.Fprintf(&cfg, "[[plugins]]\nname = %q\npath = %q\nsha256 = %q\n%s\n%s\n", p.name, p.wasm, p.sha, p.extra, g)
 	}
 	path := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(path, []byte(cfg.String()), 0o644); err != nil {
@@ -246,6 +253,20 @@ func TestEgress(t *testing.T) {
 			})
 		}
 	}
+	// A request is made inside the call's time limit.
+	t.Run("netshort/slow server cut at the call's deadline", func(t *testing.T) {
+		start := time.Now()
+		raw, err := c.Call(context.Background(), "tools/call", map[string]any{"name": "netshort_fetch",
+			"arguments": map[string]any{"requests": []any{map[string]any{"url": api + "/slow"}}}})
+		took := time.Since(start)
+		if err != nil || !strings.Contains(string(raw), `plugin \"netshort\" was stopped: it exceeded its time limit of 1s`) {
+			t.Fatalf("netshort_fetch(/slow) = %s, %v, want the call's time limit", raw, err)
+		}
+		if took > time.Second+generous {
+			t.Errorf("the call took %v", took)
+		}
+	})
+
 	// The C SDK's mcpwh_http.
 	for _, tc := range []struct{ name, url, body, want string }{
 		{"allowed", api + "/hello", "hi", "200 hello POST hi"},
