@@ -313,7 +313,7 @@ func TestEgress(t *testing.T) {
 // TestEgressCancel: tasks/cancel ends a request in flight, in a worker and in process.
 func TestEgressCancel(t *testing.T) {
 	s := newNetServers(t)
-	c, _ := netServer(t, s)
+	c, stderr := netServer(t, s)
 	for _, plugin := range []string{"net", "netin"} {
 		t.Run(plugin, func(t *testing.T) {
 			task := c.CreateTask(plugin+"_fetch", map[string]any{"requests": []any{map[string]any{"url": "http://127.0.0.1:" + s.port(s.api) + "/slow"}}},
@@ -337,6 +337,18 @@ func TestEgressCancel(t *testing.T) {
 			}
 			if got := c.Get(task.TaskID); got.Status != "cancelled" {
 				t.Errorf("task = %s, want cancelled", got)
+			}
+			// The audit line names the task.
+			want := "msg=egress plugin=" + plugin + " tool=" + plugin + "_fetch method=GET origin=http://127.0.0.1:" + s.port(s.api)
+			if !eventually(func() bool {
+				for _, l := range strings.Split(stderr.String(), "\n") {
+					if strings.Contains(l, want) && strings.Contains(l, "task="+task.TaskID) {
+						return true
+					}
+				}
+				return false
+			}) {
+				t.Errorf("no audit line %q with task=%s", want, task.TaskID)
 			}
 		})
 	}
