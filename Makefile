@@ -7,8 +7,8 @@ GO_WASM   = GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldfl
 # costs half the memory and time to create.
 C_WASM    = clang-14 --target=wasm32-wasi --sysroot=/usr -O2 -Wall -Wextra -mexec-model=reactor -Wl,--strip-all -Wl,-z,stack-size=32768 -Isdk-guest/c
 
-GO_PLUGINS = plugins/toolbox/toolbox.wasm conformance/fixture/fixture.wasm conformance/taskfix/taskfix.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm testdata/wasm/escape.wasm
-C_PLUGINS  = plugins/textkit/textkit.wasm testdata/wasm/asker.wasm testdata/wasm/library.wasm
+GO_PLUGINS = plugins/toolbox/toolbox.wasm conformance/fixture/fixture.wasm conformance/taskfix/taskfix.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm testdata/wasm/escape.wasm testdata/wasm/fetcher.wasm
+C_PLUGINS  = plugins/textkit/textkit.wasm testdata/wasm/asker.wasm testdata/wasm/library.wasm testdata/wasm/cfetch.wasm
 WAT        = $(patsubst testdata/wat/%.wat,testdata/wasm/%.wasm,$(wildcard testdata/wat/*.wat))
 ALL_WASM   = $(GO_PLUGINS) $(C_PLUGINS) $(WAT) testdata/wasm/truncated.wasm
 
@@ -38,6 +38,8 @@ testdata/wasm/asker.wasm: testdata/c/asker.c sdk-guest/c/mcpwh.h Makefile
 	$(C_WASM) -o $@ testdata/c/asker.c
 testdata/wasm/library.wasm: testdata/c/library.c sdk-guest/c/mcpwh.h Makefile
 	$(C_WASM) -o $@ testdata/c/library.c
+testdata/wasm/cfetch.wasm: testdata/c/cfetch.c sdk-guest/c/mcpwh.h Makefile
+	$(C_WASM) -o $@ testdata/c/cfetch.c
 testdata/wasm/%.wasm: testdata/wat/%.wat
 	wat2wasm $< -o $@
 testdata/wasm/truncated.wasm: testdata/wasm/loop.wasm

@@ -279,6 +279,11 @@ type Plugin struct {
 	// worker killed takes down only the calls in that worker. Not for a trusted
 	// plugin. 0 means worker.DefaultProcesses (2).
 	Workers int `toml:"workers"`
+	// Net are the origins the plugin may reach over HTTP ([[plugins.net]], see
+	// net.go). Nil means no network.
+	Net []Net `toml:"net"`
+	// NetLimits bound its requests ([plugins.net_limits]); zero means the defaults.
+	NetLimits NetLimits `toml:"net_limits"`
 }
 
 // Dir holds one [[plugins.dirs]] table: a host directory mounted in the guest.
@@ -763,6 +768,8 @@ func (c *Config) finish(name, dir string) []error {
 			}
 			seen[k] = true
 		}
+
+		p.finishNet(where, dir, fail)
 
 		firstByGuest := make(map[string]int)
 		for j := range p.Dirs {

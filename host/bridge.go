@@ -50,6 +50,7 @@ type bridge struct {
 	task         *tasks.Handle // nil outside a task
 	lastProgress float64
 	sentProgress bool
+	httpRequests int // "http" requests made so far
 }
 
 // mrtrRun is the multi round-trip state of one synchronous run of a guest.
@@ -204,6 +205,8 @@ func (b *bridge) Request(ctx context.Context, method string, params []byte) ([]b
 		return b.resourceUpdated(ctx, params)
 	case "close_stream":
 		return b.closeStreamRequest(params)
+	case "http":
+		return b.httpRequest(ctx, params)
 	}
 	return nil, sandbox.ErrUnsupported
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/egress"
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 	"github.com/mcp-wasmhost/mcp-wasmhost/worker"
 )
@@ -46,6 +47,9 @@ type Spec struct {
 	// InputTimeout bounds one wait of a call for an answer to a request for input;
 	// 0 means [DefaultInputTimeout].
 	InputTimeout time.Duration
+	// Net makes the guest's "http" requests under the plugin's network policy. Nil
+	// means the plugin reaches no network.
+	Net *egress.Client
 }
 
 // DefaultInputTimeout is how long a call waits for an answer to a request for input
@@ -83,6 +87,8 @@ type Plugin struct {
 	Completions bool // the guest completes its prompts' and templates' arguments
 	// InputTimeout bounds one wait for an answer to a request for input (never 0).
 	InputTimeout time.Duration
+	// Net makes the guest's "http" requests; nil means no network.
+	Net *egress.Client
 }
 
 // qualify returns the name clients see for a tool or prompt the guest calls name.
@@ -154,7 +160,7 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 	if err != nil {
 		return nil, fmt.Errorf("describe plugin %q: %w", s.Name, err)
 	}
-	p := &Plugin{Name: s.Name, Prefix: s.Prefix, Module: m, Isolated: s.Workers != nil, InputTimeout: s.InputTimeout}
+	p := &Plugin{Name: s.Name, Prefix: s.Prefix, Module: m, Isolated: s.Workers != nil, InputTimeout: s.InputTimeout, Net: s.Net}
 	if p.InputTimeout <= 0 {
 		p.InputTimeout = DefaultInputTimeout
 	}
@@ -170,8 +176,11 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 	return p, nil
 }
 
-// Close unloads the plugin.
+// Close unloads the plugin and drops its idle network connections.
 func (p *Plugin) Close(ctx context.Context) error {
+	if p.Net != nil {
+		p.Net.Close()
+	}
 	return p.Module.Close(ctx)
 }
 

@@ -252,7 +252,10 @@ func loadPlugins(ctx context.Context, e *sandbox.Engine, workers *worker.Supervi
 				if !pc.Trusted {
 					spec.Workers = workers
 				}
-				loaded[i], errs[i] = plugins.Load(ctx, e, spec)
+				spec.Net, errs[i] = netClient(pc, logger)
+				if errs[i] == nil {
+					loaded[i], errs[i] = plugins.Load(ctx, e, spec)
+				}
 				if errs[i] == nil {
 					logger.Info("plugin loaded", "plugin", pc.Name, "tools", len(loaded[i].Tools), "runs", runsIn(loaded[i]),
 						"took", time.Since(start).Round(time.Millisecond))

@@ -1472,6 +1472,116 @@ MCPWH_API int32_t mcpwh_request(const char *method, const char *params, size_t p
 }
 
 /* ------------------------------------------------------------------------ */
+/* HTTP through the host                                                     */
+/* ------------------------------------------------------------------------ */
+
+/** Appends data[0..n) to b in standard, padded base64. Returns 0, or -1 on failure. */
+MCPWH_API int mcpwh_buf_base64(mcpwh_buf *b, const void *data, size_t n)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *p = (const unsigned char *)data;
+    char q[4];
+    size_t i;
+    for (i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)p[i + 1] << 8;
+        if (i + 2 < n)
+            v |= p[i + 2];
+        q[0] = tab[(v >> 18) & 63];
+        q[1] = tab[(v >> 12) & 63];
+        q[2] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+        q[3] = i + 2 < n ? tab[v & 63] : '=';
+        if (mcpwh_buf_append(b, q, 4) != 0)
+            return -1;
+    }
+    return b->failed ? -1 : 0;
+}
+
+/**
+ * Decodes standard, padded base64 s[0..n) into out, which must hold n / 4 * 3
+ * bytes. Returns the decoded length, or -1 if s is not such base64.
+ */
+MCPWH_API long mcpwh_base64_decode(const char *s, size_t n, unsigned char *out)
+{
+    size_t i, o = 0;
+    if (n % 4 != 0)
+        return -1;
+    for (i = 0; i < n; i += 4) {
+        uint32_t v = 0;
+        int j, pad = 0;
+        for (j = 0; j < 4; j++) {
+            char c = s[i + j];
+            int d;
+            if (c >= 'A' && c <= 'Z') d = c - 'A';
+            else if (c >= 'a' && c <= 'z') d = c - 'a' + 26;
+            else if (c >= '0' && c <= '9') d = c - '0' + 52;
+            else if (c == '+') d = 62;
+            else if (c == '/') d = 63;
+            else if (c == '=' && i + 4 == n && j >= 2) { d = 0; pad++; }
+            else return -1;
+            if (pad && c != '=')
+                return -1;
+            v = v << 6 | (uint32_t)d;
+        }
+        out[o++] = (unsigned char)(v >> 16);
+        if (pad < 2)
+            out[o++] = (unsigned char)(v >> 8);
+        if (pad < 1)
+            out[o++] = (unsigned char)v;
+    }
+    return (long)o;
+}
+
+/**
+ * Makes an HTTP request through the host (ABI request "http"): only to origins
+ * the operator granted the plugin in config.toml ([[plugins.net]]); the host adds
+ * the operator's credentials itself and follows redirects, checking each hop.
+ * `method` NULL means GET; `headers_json` is a JSON object of string values, or
+ * NULL; body[0..body_len) is sent base64-encoded.
+ *
+ * Returns what mcpwh_request returns: MCPWH_OK with *reply the malloc'd reply
+ * {"status": int, "headers": {name: [string]}, "body": base64}; MCPWH_FAILED
+ * with *reply {"error": string} saying why the request was refused or failed;
+ * MCPWH_NO_MEMORY; or another host status.
+ *
+ *   char *reply; size_t n;
+ *   if (mcpwh_http("GET", "https://api.example.com/v1", NULL, NULL, 0, &reply, &n) == MCPWH_OK) {
+ *       int64_t status; char *body64; size_t len;
+ *       mcpwh_json_get_int(mcpwh_span_of(reply, n), "status", &status);
+ *       mcpwh_json_get_string(mcpwh_span_of(reply, n), "body", &body64, &len);
+ *       ... mcpwh_base64_decode(body64, len, out) ...
+ *   }
+ */
+MCPWH_API int32_t mcpwh_http(const char *method, const char *url, const char *headers_json,
+                             const void *body, size_t body_len, char **reply, size_t *reply_len)
+{
+    mcpwh_buf b = MCPWH_BUF_INIT;
+    int32_t r;
+    *reply = NULL;
+    if (reply_len)
+        *reply_len = 0;
+    mcpwh_buf_puts(&b, "{\"method\":");
+    mcpwh_buf_json_cstr(&b, method ? method : "GET");
+    mcpwh_buf_puts(&b, ",\"url\":");
+    mcpwh_buf_json_cstr(&b, url);
+    if (headers_json) {
+        mcpwh_buf_puts(&b, ",\"headers\":");
+        mcpwh_buf_puts(&b, headers_json);
+    }
+    mcpwh_buf_puts(&b, ",\"body\":\"");
+    mcpwh_buf_base64(&b, body, body_len);
+    mcpwh_buf_puts(&b, "\"}");
+    if (b.failed) {
+        mcpwh_buf_free(&b);
+        return MCPWH_NO_MEMORY;
+    }
+    r = mcpwh_request("http", b.data, b.len, reply, reply_len);
+    mcpwh_buf_free(&b);
+    return r;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Describe and call helpers                                                 */
 /* ------------------------------------------------------------------------ */
 
