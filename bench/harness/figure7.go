@@ -168,7 +168,11 @@ func (e *Env) Figure7(ctx context.Context) (*Figure, error) {
 		Target{Variant: main, Goal: "every task completes or is refused up front; 0 failed, 0 lost",
 			Got: fmt.Sprintf("%s failed, %s lost", format(failed), format(lost)), Met: failed == 0 && lost == 0},
 		Target{Variant: main, Goal: "tasks/get p99 < 50 ms during the load",
-			Got: format(med("tasks/get p99 during the load")) + " ms", Met: med("tasks/get p99 during the load") < 50},
+			Got: format(med("tasks/get p99 during the load")) + " ms", Met: med("tasks/get p99 during the load") < 50,
+			Why: "the load generator (200 task loops over 50 sessions), the server and its workers share the 2 cores; " +
+				"workers run at nice 10, which took p50 from 11-26 ms to about 3 ms, but the server still competes with the " +
+				"generator for the cores, and every tasks/get is a go-sdk Streamable HTTP request (a 32 KiB decode buffer per " +
+				"message, an SSE-framed answer: issue #21). No per-stage profile of the tail yet"},
 		Target{Variant: main, Goal: "peak RSS <= 1.5 x sum(max_concurrent x memory_mib) + the server at rest",
 			Got: format(med("server + workers peak RSS during the load")) + " MiB of " +
 				format(med("memory bound: 1.5 x sum(max_concurrent x memory_mib) + at rest")) + " MiB",
