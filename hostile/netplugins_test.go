@@ -10,19 +10,23 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
+	"github.com/mcp-wasmhost/mcp-wasmhost/plugins/jobs/fakejobs"
 )
 
 // bundledNet starts the binary serving the bundled plugin name (plugins/<name>) in a
-// worker, granted origin on loopback. onRequest answers elicitations (nil: none).
-func bundledNet(t *testing.T, name, origin string, onRequest func(*jsonrpc.Request) (any, error)) (*mcptest.Client, *testenv.SyncBuffer) {
+// worker, granted origin on loopback, with the plugin keys extra. onRequest answers elicitations (nil: none).
+func bundledNet(t *testing.T, name, origin, extra string, onRequest func(*jsonrpc.Request) (any, error)) (*mcptest.Client, *testenv.SyncBuffer) {
 	t.Helper()
 	wasm := testenv.Path("plugins/" + name + "/" + name + ".wasm")
 	b, err := os.ReadFile(wasm)
@@ -41,11 +45,12 @@ name = %q
 path = %q
 sha256 = %q
 timeout = "20s"
+%s
 
 [[plugins.net]]
 origins = [%q]
 allow_addresses = ["127.0.0.1/32"]
-`, testenv.CacheDir(), name, wasm, digest(b), origin)
+`, testenv.CacheDir(), name, wasm, digest(b), extra, origin)
 	path := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -105,7 +110,7 @@ func TestWebPlugin(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	c, _ := bundledNet(t, "web", srv.URL, nil)
+	c, _ := bundledNet(t, "web", srv.URL, "", nil)
 	for _, tc := range []struct {
 		name    string
 		args    map[string]any
@@ -126,6 +131,188 @@ func TestWebPlugin(t *testing.T) {
 			got, isErr := toolText(t, c, "web_fetch", tc.args)
 			if isErr != tc.isError || (tc.isError && !strings.Contains(got, tc.want)) || (!tc.isError && got != tc.want) {
 				t.Errorf("web_fetch(%v) = %q (isError %v), want %q (isError %v)", tc.args, got, isErr, tc.want, tc.isError)
+			}
+		})
+	}
+}
+
+// latestJob is the ID fakejobs gave the last job submitted (j1, j2, ...).
+func latestJob(svc *fakejobs.Service) string {
+	n := 0
+	for _, e := range svc.Events() {
+		if e == "POST /jobs" {
+			n++
+		}
+	}
+	return fmt.Sprintf("j%d", n)
+}
+
+// nextJob is the ID fakejobs will give the next job.
+func nextJob(svc *fakejobs.Service) string {
+	var n int
+	fmt.Sscanf(latestJob(svc), "j%d", &n)
+	return fmt.Sprintf("j%d", n+1)
+}
+
+func sawEvent(svc *fakejobs.Service, want string) bool {
+	return slices.Contains(svc.Events(), want)
+}
+
+// TestJobsPlugin: the bundled jobs plugin against the fake job service: a task's
+// progress follows the job and it completes with the job's result; a cancelled task
+// cancels its job; a job the plugin gives up on is cancelled with DELETE.
+func TestJobsPlugin(t *testing.T) {
+	svc := fakejobs.New(time.Minute)
+	srv := httptest.NewServer(svc)
+	t.Cleanup(srv.Close)
+	c, _ := bundledNet(t, "jobs", srv.URL, fmt.Sprintf("env = { JOBS_URL = %q }", srv.URL), nil)
+
+	t.Run("progress follows the job to its result", func(t *testing.T) {
+		task := c.CreateTask("jobs_run_job", map[string]any{"kind": "upper", "input": "hello jobs", "duration_ms": 1500},
+			map[string]any{}, map[string]any{"progressToken": "job-1"})
+		if got := finalStatus(t, c, task.TaskID, generous+10*time.Second); got != "completed: " {
+			t.Fatalf("task = %q, want completed", got)
+		}
+		if got := resultText(t, c, task.TaskID); got != "HELLO JOBS" {
+			t.Errorf("tasks/result = %q, want the job's result %q", got, "HELLO JOBS")
+		}
+		var last float64
+		var percents []float64
+		for _, n := range c.NotificationsOf("notifications/progress") {
+			var p struct {
+				Token    string  `json:"progressToken"`
+				Progress float64 `json:"progress"`
+				Total    float64 `json:"total"`
+				Message  string  `json:"message"`
+			}
+			if json.Unmarshal(n.Params, &p) != nil || p.Token != "job-1" {
+				continue
+			}
+			if p.Progress <= last && len(percents) > 0 || p.Total != 100 {
+				t.Errorf("progress %s after %v, want increasing percent of 100", n.Params, last)
+			}
+			last = p.Progress
+			percents = append(percents, p.Progress)
+		}
+		// The job reports its percent at each poll (100, 150, 225, 337, 506, 759 ms...).
+		if len(percents) < 3 || percents[len(percents)-1] != 100 || percents[0] >= 100 {
+			t.Errorf("progress = %v, want the job's percent at several polls, then 100", percents)
+		}
+		t.Logf("progress: %v", percents)
+		id := latestJob(svc)
+		if !sawEvent(svc, "GET /jobs/"+id+"/result") {
+			t.Errorf("the service saw %q, want the result fetched", svc.Events())
+		}
+	})
+
+	t.Run("a failed job fails the task", func(t *testing.T) {
+		task := c.CreateTask("jobs_run_job", map[string]any{"kind": "fail", "input": "x", "duration_ms": 200}, map[string]any{}, nil)
+		got := finalStatus(t, c, task.TaskID, generous)
+		if want := "job " + latestJob(svc) + " failed: the job failed, as kind fail does"; !strings.HasPrefix(got, "failed: ") || !strings.Contains(got, want) {
+			t.Errorf("task = %q, want failed with %q", got, want)
+		}
+	})
+
+	t.Run("tasks/cancel cancels the job", func(t *testing.T) {
+		id := nextJob(svc)
+		task := c.CreateTask("jobs_run_job", map[string]any{"kind": "echo", "input": "long"}, map[string]any{}, nil)
+		if !eventually(func() bool { return sawEvent(svc, "GET /jobs/"+id) }) {
+			t.Fatalf("the job was never polled: %q", svc.Events())
+		}
+		start := time.Now()
+		c.MustCall("tasks/cancel", map[string]any{"taskId": task.TaskID}, nil)
+		if got := c.Get(task.TaskID); got.Status != "cancelled" {
+			t.Errorf("task = %s, want cancelled", got)
+		}
+		// The host tears the instance down at once (docs/ABI.md), so the guest never
+		// runs again: the job's lease (6 s without a poll) cancels it.
+		deadline := time.Now().Add(6*time.Second + generous)
+		for {
+			j, _ := svc.Lookup(id)
+			if j.Status == "cancelled" {
+				t.Logf("job %s cancelled %v after tasks/cancel: %s", id, time.Since(start).Round(time.Millisecond), j.Message)
+				break
+			}
+			if j.Status != "running" || time.Now().After(deadline) {
+				t.Fatalf("job %s = %+v after tasks/cancel, want cancelled", id, j)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !sawEvent(svc, "lease expired /jobs/"+id) {
+			t.Errorf("the service saw %q, want the lease of %s expired", svc.Events(), id)
+		}
+	})
+
+	t.Run("giving up sends DELETE", func(t *testing.T) {
+		task := c.CreateTask("jobs_run_job", map[string]any{"kind": "echo", "input": "long", "wait_s": 1}, map[string]any{}, nil)
+		got := finalStatus(t, c, task.TaskID, generous)
+		id := latestJob(svc)
+		if !strings.HasPrefix(got, "failed: ") || !strings.Contains(got, "job "+id+" still running after") {
+			t.Errorf("task = %q, want failed, giving up", got)
+		}
+		if !sawEvent(svc, "DELETE /jobs/"+id) {
+			t.Errorf("the service saw %q, want DELETE /jobs/%s", svc.Events(), id)
+		}
+		if j, _ := svc.Lookup(id); j.Status != "cancelled" || j.Message != "cancelled by the client" {
+			t.Errorf("job %s = %+v, want cancelled by the client", id, j)
+		}
+	})
+}
+
+// TestJobsApproval: jobs_deploy asks the user (input_required inside its task) and
+// sends its request only when the user approves.
+func TestJobsApproval(t *testing.T) {
+	svc := fakejobs.New(time.Minute)
+	srv := httptest.NewServer(svc)
+	t.Cleanup(srv.Close)
+	var mu sync.Mutex
+	var answer map[string]any
+	var asked []string
+	c, _ := bundledNet(t, "jobs", srv.URL, fmt.Sprintf("env = { JOBS_URL = %q }", srv.URL), func(r *jsonrpc.Request) (any, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Method != "elicitation/create" {
+			return nil, errors.New("no")
+		}
+		var p struct {
+			Message string `json:"message"`
+		}
+		json.Unmarshal(r.Params, &p)
+		asked = append(asked, p.Message)
+		return answer, nil
+	})
+	for _, tc := range []struct {
+		name   string
+		answer map[string]any
+		want   string
+		sent   bool
+	}{
+		{"declined", map[string]any{"action": "decline"}, "Not approved (decline): nothing was sent.", false},
+		{"accepted but not approved", map[string]any{"action": "accept", "content": map[string]any{"approve": false}}, "Not approved (accept): nothing was sent.", false},
+		{"cancelled", map[string]any{"action": "cancel"}, "Not approved (cancel): nothing was sent.", false},
+		{"approved", map[string]any{"action": "accept", "content": map[string]any{"approve": true}}, "Approved: submitted job j1 (running).", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			answer, asked = tc.answer, nil
+			mu.Unlock()
+			before := len(svc.Events())
+			task := c.CreateTask("jobs_deploy", map[string]any{"service": "api", "version": "1.2.3"}, map[string]any{}, nil)
+			if got := finalStatus(t, c, task.TaskID, generous); got != "completed: " {
+				t.Fatalf("task = %q, want completed", got)
+			}
+			if got := resultText(t, c, task.TaskID); got != tc.want {
+				t.Errorf("tasks/result = %q, want %q", got, tc.want)
+			}
+			mu.Lock()
+			want := `POST ` + srv.URL + `/jobs with {"kind":"deploy","input":"api@1.2.3"}`
+			if len(asked) != 1 || !strings.Contains(asked[0], want) {
+				t.Errorf("the user was asked %q, want one question showing %q", asked, want)
+			}
+			mu.Unlock()
+			events := svc.Events()[before:]
+			if tc.sent && !slices.Equal(events, []string{"POST /jobs"}) || !tc.sent && len(events) != 0 {
+				t.Errorf("the service saw %q (sent %v)", events, tc.sent)
 			}
 		})
 	}
