@@ -83,7 +83,7 @@ func init() {
 	guest.Add(guest.Tool{
 		Name:        "run_job",
 		Title:       "Run a job",
-		Description: "Submits a job to the job service, follows its progress, and returns its result when it ends. Cancelling the task cancels the job.",
+		Description: "Submits a job to the job service, follows its progress, and returns its result when it ends. Cancelling the task cancels the job. A job still running after wait_s, or after about 3 minutes of polling (the host allows 100 requests per call), is cancelled.",
 		TaskSupport: guest.TaskRequired,
 	}, runJob)
 	guest.Add(guest.Tool{
