@@ -7,7 +7,7 @@ GO_WASM   = GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldfl
 # costs half the memory and time to create.
 C_WASM    = clang-14 --target=wasm32-wasi --sysroot=/usr -O2 -Wall -Wextra -mexec-model=reactor -Wl,--strip-all -Wl,-z,stack-size=32768 -Isdk-guest/c
 
-GO_PLUGINS = plugins/toolbox/toolbox.wasm conformance/fixture/fixture.wasm conformance/taskfix/taskfix.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm testdata/wasm/escape.wasm testdata/wasm/fetcher.wasm
+GO_PLUGINS = plugins/toolbox/toolbox.wasm plugins/web/web.wasm plugins/jobs/jobs.wasm conformance/fixture/fixture.wasm conformance/taskfix/taskfix.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm testdata/wasm/escape.wasm testdata/wasm/fetcher.wasm
 C_PLUGINS  = plugins/textkit/textkit.wasm testdata/wasm/asker.wasm testdata/wasm/library.wasm testdata/wasm/cfetch.wasm
 WAT        = $(patsubst testdata/wat/%.wat,testdata/wasm/%.wasm,$(wildcard testdata/wat/*.wat))
 ALL_WASM   = $(GO_PLUGINS) $(C_PLUGINS) $(WAT) testdata/wasm/truncated.wasm
@@ -26,6 +26,10 @@ pins: $(GO_PLUGINS) $(C_PLUGINS)
 
 plugins/toolbox/toolbox.wasm: FORCE
 	$(GO_WASM) -o $@ ./plugins/toolbox
+plugins/web/web.wasm: FORCE
+	$(GO_WASM) -o $@ ./plugins/web
+plugins/jobs/jobs.wasm: FORCE
+	$(GO_WASM) -o $@ ./plugins/jobs
 conformance/fixture/fixture.wasm: FORCE
 	$(GO_WASM) -o $@ ./conformance/fixture
 conformance/taskfix/taskfix.wasm: FORCE

@@ -91,7 +91,10 @@ func TestBundledConfigOverStdio(t *testing.T) {
 	stderr := &testenv.SyncBuffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if strings.HasPrefix(req.Params.Message, "Approve this change?") { // jobs_deploy
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
 		},
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -108,7 +111,8 @@ func TestBundledConfigOverStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every bundled tool, called once with arguments a person would give it. (timer
-	// must run as a task: the go-sdk client cannot, so it is listed but not called.)
+	// and run_job must run as tasks: the go-sdk client cannot, so they are listed but
+	// not called.)
 	calls := map[string]struct {
 		args any
 		want string
@@ -125,11 +129,14 @@ func TestBundledConfigOverStdio(t *testing.T) {
 		"toolbox_read_file":     {map[string]any{"path": "ABI.md"}, "# Guest ABI v1"},
 		"toolbox_write_note":    {map[string]any{"name": "n.txt", "text": "hello"}, "Created note n.txt"},
 		"toolbox_summarize":     {map[string]any{"text": "a long story"}, "short"},
+		// The bundled network policies: public hosts only; nothing without approval.
+		"web_fetch":   {map[string]any{"url": "http://169.254.169.254/latest/meta-data/"}, "169.254.169.254 refused"},
+		"jobs_deploy": {map[string]any{"service": "api", "version": "1"}, "Not approved (decline): nothing was sent."},
 	}
 	for _, tool := range list.Tools {
 		c, ok := calls[tool.Name]
 		if !ok {
-			if tool.Name != "toolbox_timer" {
+			if tool.Name != "toolbox_timer" && tool.Name != "jobs_run_job" {
 				t.Errorf("tools/list has %q, which this test does not call", tool.Name)
 			}
 			continue
