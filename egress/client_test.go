@@ -302,6 +302,7 @@ func TestNewRefuses(t *testing.T) {
 		{"host header", Rule{Origins: []string{"http://x.com"}, Headers: map[string]string{"Host": "y"}}, `header "Host" may not be injected`},
 		{"newline", Rule{Origins: []string{"http://x.com"}, Headers: map[string]string{"X-Key": secret + "\n"}}, "line break"},
 		{"ca file", Rule{Origins: []string{"http://x.com"}, CAFile: "/nonexistent/ca.pem"}, "ca_file"},
+		{"secrets for any host", Rule{Origins: []string{"https://*"}, Headers: map[string]string{"Authorization": secret}}, "names every host: it may not carry injected headers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New("p", Policy{Rules: []Rule{tc.rule}}, nil)
@@ -383,5 +384,44 @@ func TestLimits(t *testing.T) {
 	wg.Wait()
 	if most != 2 {
 		t.Fatalf("at most %d requests were in flight, want 2 (MaxConcurrent)", most)
+	}
+}
+
+// TestAnyHost: an origin of "*" matches every name, and the address it resolves to is
+// still checked: loopback and private stay refused unless allow_addresses lifts them.
+func TestAnyHost(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer srv.Close()
+	p := port(t, srv)
+	res := names{"anything.test": {netip.MustParseAddr("127.0.0.1")}, "inside.test": {netip.MustParseAddr("10.1.2.3")}}
+	for _, tc := range []struct {
+		name  string
+		allow []string
+		url   string
+		err   string // "" wants 200 "ok"
+	}{
+		{"any name, loopback refused", nil, "http://anything.test:" + p + "/", "loopback"},
+		{"any name, private refused", nil, "http://inside.test:" + p + "/", "private address"},
+		{"any name, loopback allowed", []string{"127.0.0.1/32"}, "http://anything.test:" + p + "/", ""},
+		{"another scheme", []string{"127.0.0.1/32"}, "https://anything.test:" + p + "/", "no [[plugins.net]] rule"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New("web", Policy{Rules: []Rule{{Origins: []string{"http://*:" + p}, AllowAddresses: tc.allow}}}, &Options{Resolver: res})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			out, err := c.Do(context.Background(), Call{Tool: "fetch", Seq: 1}, params(t, Request{URL: tc.url}))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Do(%s) = %s, %v, want an error holding %q", tc.url, out, err, tc.err)
+				}
+				return
+			}
+			var r Reply
+			if err != nil || json.Unmarshal(out, &r) != nil || r.Status != 200 {
+				t.Fatalf("Do(%s) = %s, %v, want 200", tc.url, out, err)
+			}
+		})
 	}
 }

@@ -96,10 +96,14 @@ type Rule struct {
 // origin is a parsed allowed origin.
 type origin struct {
 	scheme string
-	host   string // lower case; for a wildcard, the suffix with its leading dot
+	host   string // lower case; for a wildcard, the suffix with its leading dot; "" for any host
 	wild   bool
 	port   int
 }
+
+// any reports whether the origin names every host ("https://*"): what the policy then
+// guards is the address a name resolves to, which must be public.
+func (o origin) any() bool { return o.wild && o.host == "" }
 
 func (o origin) String() string {
 	h := o.host
@@ -142,6 +146,10 @@ func parseOrigin(s string) (origin, error) {
 			return origin{}, fmt.Errorf("origin %q: bad port", s)
 		}
 		o.port, hostport = p, hostport[:i]
+	}
+	if hostport == "*" {
+		o.wild = true // any host: wild with the empty suffix
+		return o, nil
 	}
 	if h, ok := strings.CutPrefix(hostport, "*."); ok {
 		if _, err := checkName(h); err != nil {
@@ -219,6 +227,12 @@ func newRule(i int, r Rule) (*rule, error) {
 			continue
 		}
 		out.headers.Set(ck, v)
+	}
+	for _, o := range out.origins {
+		if o.any() && len(out.headers) > 0 {
+			// Secrets for every host would go to any host the guest names.
+			errs = append(errs, fmt.Errorf("origin %s names every host: it may not carry injected headers", o))
+		}
 	}
 	if r.CAFile != "" {
 		pem, err := os.ReadFile(r.CAFile)
