@@ -15,6 +15,8 @@ import (
 var bundled = map[string]string{
 	"toolbox":  "plugins/toolbox/toolbox.wasm",
 	"textkit":  "plugins/textkit/textkit.wasm",
+	"web":      "plugins/web/web.wasm",
+	"jobs":     "plugins/jobs/jobs.wasm",
 	"fixture":  "conformance/fixture/fixture.wasm",
 	"taskfix":  "conformance/taskfix/taskfix.wasm",
 	"library":  "testdata/wasm/library.wasm",
