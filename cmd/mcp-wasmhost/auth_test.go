@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -276,6 +277,24 @@ func TestAuthGrantsAndOwners(t *testing.T) {
 		resp, err = bob.Call("tools/call", map[string]any{"name": "toolbox_json_format", "arguments": map[string]any{"json": "{}"}}, nil)
 		if err != nil || resp.Error != nil {
 			t.Errorf("bob's tools/call(toolbox_json_format) = %+v, %v, want a result", resp, err)
+		}
+	})
+
+	t.Run("session bound to its identity", func(t *testing.T) {
+		ctx := context.Background()
+		resp := rawPost(ctx, t, http.DefaultClient, url, map[string]string{"Authorization": "Bearer " + aliceTok},
+			map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-11-25",
+				"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "raw", "version": "1"}}})
+		resp.Body.Close()
+		id := resp.Header.Get("Mcp-Session-Id")
+		if id == "" {
+			t.Fatalf("initialize: no session (%d)", resp.StatusCode)
+		}
+		resp = rawPost(ctx, t, http.DefaultClient, url, map[string]string{"Authorization": "Bearer " + bobTok, "Mcp-Session-Id": id,
+			"MCP-Protocol-Version": "2025-11-25"}, map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("bob's request in alice's session = %d, want refused", resp.StatusCode)
 		}
 	})
 
