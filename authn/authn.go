@@ -54,8 +54,14 @@ type Options struct {
 	ClockSkew time.Duration
 	// RequiredScopes must all be in every token (403 otherwise). Nil means none.
 	RequiredScopes []string
-	Keys           []Key   // api_keys
-	Grants         []Grant // nil means no tool for anyone
+	// RateLimit is how many requests per second each identity may make on
+	// average; more get 429 with Retry-After. 0 means no limit.
+	RateLimit float64
+	// RateBurst is how many requests an identity may make at once. 0 means twice
+	// RateLimit, at least 1.
+	RateBurst int
+	Keys      []Key   // api_keys
+	Grants    []Grant // nil means no tool for anyone
 	// HTTPClient fetches the JWKS; nil means a client with http.DefaultTransport
 	// and a 10s timeout.
 	HTTPClient *http.Client
@@ -89,6 +95,7 @@ type Authenticator struct {
 	keys     *keySet
 	apiKeys  []apiKey
 	grants   []Grant
+	limit    *limiter // nil: no limit
 	now      func() time.Time
 }
 
@@ -106,7 +113,8 @@ func New(opts Options) (*Authenticator, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	a := &Authenticator{mode: opts.Mode, resource: opts.Resource, issuer: opts.Issuer, skew: opts.ClockSkew,
-		required: opts.RequiredScopes, grants: opts.Grants, now: time.Now}
+		required: opts.RequiredScopes, grants: opts.Grants, now: time.Now,
+		limit: newLimiter(opts.RateLimit, opts.RateBurst)}
 	if a.skew == 0 {
 		a.skew = DefaultClockSkew
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -31,7 +33,8 @@ func MetadataURL(resource string) string {
 type verifiedKey struct{}
 
 // Wrap guards next: every request needs a valid bearer token (401 otherwise) with
-// the required scopes (403), and reaches next with its auth.TokenInfo in the
+// the required scopes (403), within its identity's rate limit (429 with
+// Retry-After), and reaches next with its auth.TokenInfo in the
 // context (auth.TokenInfoFromContext; go-sdk puts it in every request's Extra and
 // binds sessions to its UserID). The RFC 9728 document is served, without a token,
 // at WellKnownPath and its path form when a resource is configured.
@@ -73,6 +76,13 @@ func (a *Authenticator) Wrap(next http.Handler) http.Handler {
 			if !slices.Contains(ti.Scopes, s) {
 				challenge(w, http.StatusForbidden, `error="insufficient_scope"`,
 					fmt.Sprintf("scope=%q", strings.Join(a.required, " ")))
+				return
+			}
+		}
+		if a.limit != nil {
+			if ok, wait := a.limit.allow(ti.UserID, a.now()); !ok {
+				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+				http.Error(w, "rate limit: retry later", http.StatusTooManyRequests)
 				return
 			}
 		}

@@ -55,6 +55,12 @@ type Auth struct {
 	// RequiredScopes must all be in every token; a token without them gets 403
 	// insufficient_scope. Nil means none.
 	RequiredScopes []string `toml:"required_scopes"`
+	// RateLimit is how many requests per second each identity may make on
+	// average, 0..100000; more get HTTP 429 with Retry-After. 0 means no limit.
+	RateLimit float64 `toml:"rate_limit"`
+	// RateBurst is how many requests an identity may make at once, 0..100000. 0
+	// means twice rate_limit, at least 1 (authn).
+	RateBurst int `toml:"rate_burst"`
 	// Keys are the [[server.auth.keys]] tables, for "api_keys". At least one.
 	Keys []APIKey `toml:"keys"`
 	// Grants are the [[server.auth.grants]] tables: which tools each scope (or API
@@ -141,6 +147,12 @@ func (a *Auth) finish(dir string, fail func(where, format string, args ...any)) 
 	}
 	if d := a.ClockSkew.Duration; d != 0 && (d < time.Second || d > MaxClockSkew) {
 		fail(where, "clock_skew %s out of range 1s..%s", d, MaxClockSkew)
+	}
+	if a.RateLimit < 0 || a.RateLimit > 100_000 {
+		fail(where, "rate_limit %g out of range 0..100000", a.RateLimit)
+	}
+	if a.RateBurst < 0 || a.RateBurst > 100_000 {
+		fail(where, "rate_burst %d out of range 0..100000", a.RateBurst)
 	}
 	allowed := []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 	for _, alg := range a.Algorithms {

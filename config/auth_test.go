@@ -30,6 +30,7 @@ func TestAuth(t *testing.T) {
 		{"bad hash", "[server.auth]\nmode = \"api_keys\"\n[[server.auth.keys]]\nname = \"ci\"\nsha256 = \"abc\"", []string{"64 hex digits"}},
 		{"grant to no key", "[server.auth]\nmode = \"api_keys\"\n[[server.auth.keys]]\nname = \"ci\"\nsha256 = \"" + sum + "\"\n[[server.auth.grants]]\nkey = \"cd\"\ntools = [\"*\"]", []string{`key "cd" names no`}},
 		{"grant pattern", oauth + "jwks_url = \"https://as/j\"\n[[server.auth.grants]]\nscope = \"s\"\ntools = [\"a*b\"]", []string{`"*" only at the end`}},
+		{"rate", "[server.auth]\nmode = \"api_keys\"\nrate_limit = -1.0\nrate_burst = 200000\n[[server.auth.keys]]\nname = \"ci\"\nsha256 = \"" + sum + "\"", []string{"rate_limit -1 out of range", "rate_burst 200000 out of range"}},
 		{"insecure with mode", oauth + "jwks_url = \"https://as/j\"\ninsecure_no_auth = true", []string{"insecure_no_auth needs mode"}},
 	}
 	for _, tt := range tests {

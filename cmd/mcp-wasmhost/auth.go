@@ -45,7 +45,8 @@ func authenticator(a config.Auth, logger *slog.Logger) (*authn.Authenticator, er
 	}
 	opts := authn.Options{Mode: a.Mode, Resource: a.Resource, Issuer: a.Issuer, JWKSURL: a.JWKSURL,
 		JWKSFile: a.JWKSFile, JWKSRefresh: a.JWKSRefresh.Duration, Algorithms: a.Algorithms,
-		ClockSkew: a.ClockSkew.Duration, RequiredScopes: a.RequiredScopes, Logger: logger}
+		ClockSkew: a.ClockSkew.Duration, RequiredScopes: a.RequiredScopes, Logger: logger,
+		RateLimit: a.RateLimit, RateBurst: a.RateBurst}
 	for _, k := range a.Keys {
 		opts.Keys = append(opts.Keys, authn.Key{Name: k.Name, SHA256: k.SHA256, Scopes: k.Scopes})
 	}

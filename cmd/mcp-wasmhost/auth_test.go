@@ -396,3 +396,46 @@ func TestAuthExposure(t *testing.T) {
 		t.Errorf("insecure_no_auth: no warning in the log:\n%s", log)
 	}
 }
+
+// TestAuthRateLimit: each identity has its own token bucket; past it, 429 with
+// Retry-After, and other identities go on.
+func TestAuthRateLimit(t *testing.T) {
+	sum := func(k string) string { s := sha256.Sum256([]byte(k)); return hex.EncodeToString(s[:]) }
+	cfg := writeConfig(t, serverTOML(t)+fmt.Sprintf(`[server.auth]
+mode = "api_keys"
+rate_limit = 0.1
+rate_burst = 2
+
+[[server.auth.keys]]
+name = "a"
+sha256 = %q
+
+[[server.auth.keys]]
+name = "b"
+sha256 = %q
+
+[[server.auth.grants]]
+key = "a"
+tools = ["*"]
+
+`, sum("key-a"), sum("key-b"))+pluginTOML(t, "toolbox", "plugins/toolbox/toolbox.wasm", ""))
+	url, _ := startHTTP(t, cfg)
+	for i, want := range []int{200, 200, 429} {
+		if status, _ := postStatus(t, url, "Bearer key-a"); status != want {
+			t.Errorf("a's request %d = %d, want %d", i, status, want)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer key-a")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if ra := resp.Header.Get("Retry-After"); resp.StatusCode != 429 || ra == "" || ra == "0" {
+		t.Errorf("a over its limit = %d Retry-After %q, want 429 with a positive Retry-After", resp.StatusCode, ra)
+	}
+	if status, _ := postStatus(t, url, "Bearer key-b"); status != 200 {
+		t.Errorf("b's first request = %d, want 200 (its own bucket)", status)
+	}
+}
