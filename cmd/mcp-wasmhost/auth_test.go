@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -437,5 +438,59 @@ tools = ["*"]
 	}
 	if status, _ := postStatus(t, url, "Bearer key-b"); status != 200 {
 		t.Errorf("b's first request = %d, want 200 (its own bucket)", status)
+	}
+}
+
+// TestAuthRequestStateBound: a 2026-07-28 requestState issued to one identity is
+// refused to another and accepted from the same identity's next request.
+func TestAuthRequestStateBound(t *testing.T) {
+	sum := func(k string) string { s := sha256.Sum256([]byte(k)); return hex.EncodeToString(s[:]) }
+	b, err := os.ReadFile(bundledConfig(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(string(b), "[server.auth]\n", "[server.auth]\nmode = \"api_keys\"\n", 1)
+	doc = strings.Replace(doc, "\nmode = \"\"\n", "\n", 1)
+	doc = strings.Replace(doc, "rate_burst = 0\n", fmt.Sprintf(`rate_burst = 0
+[[server.auth.keys]]
+name = "alice"
+sha256 = %q
+[[server.auth.keys]]
+name = "bob"
+sha256 = %q
+[[server.auth.grants]]
+scope = "all"
+tools = ["*"]
+`, sum("key-alice"), sum("key-bob")), 1)
+	doc = strings.Replace(doc, "name = \"alice\"\n", "name = \"alice\"\nscopes = [\"all\"]\n", 1)
+	doc = strings.Replace(doc, "name = \"bob\"\n", "name = \"bob\"\nscopes = [\"all\"]\n", 1)
+	url, _ := startHTTP(t, writeConfig(t, doc))
+	caps := map[string]any{"elicitation": map[string]any{}}
+	alice := &mcptest.Stateless{URL: url, Caps: caps, Client: &http.Client{Transport: bearer{"key-alice"}}}
+	bob := &mcptest.Stateless{URL: url, Caps: caps, Client: &http.Client{Transport: bearer{"key-bob"}}}
+	args := map[string]any{"name": "bound.txt", "text": "alice's"}
+	r, err := alice.Call("tools/call", map[string]any{"name": "toolbox_write_note", "arguments": args}, nil)
+	if err != nil || r.Error != nil {
+		t.Fatalf("round 1 = %+v, %v", r, err)
+	}
+	var r1 struct {
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  string                     `json:"requestState"`
+	}
+	json.Unmarshal(r.Result, &r1)
+	if len(r1.InputRequests) != 1 || r1.RequestState == "" {
+		t.Fatalf("round 1 = %s, want an InputRequiredResult", r.Result)
+	}
+	var key string
+	for k := range r1.InputRequests {
+		key = k
+	}
+	again := map[string]any{"name": "toolbox_write_note", "arguments": args, "requestState": r1.RequestState,
+		"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}
+	if r, err := bob.Call("tools/call", again, nil); err != nil || r.Error == nil || !strings.Contains(r.Error.Message, "requester") {
+		t.Errorf("round 2 by bob = %+v, %v; want refused (another requester)", r, err)
+	}
+	if r, err := alice.Call("tools/call", again, nil); err != nil || r.Error != nil || !strings.Contains(string(r.Result), `"resultType":"complete"`) {
+		t.Errorf("round 2 by alice = %+v, %v; want complete", r, err)
 	}
 }
