@@ -494,3 +494,15 @@ tools = ["*"]
 		t.Errorf("round 2 by alice = %+v, %v; want complete", r, err)
 	}
 }
+
+// TestAuthStdioUnchecked: stdio is the local user: [server.auth] does not apply.
+func TestAuthStdioUnchecked(t *testing.T) {
+	cs, _ := connectStdio(t, "--config", oauthConfig(t, newTestAS(t)))
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(res.Tools) != 8 {
+		t.Fatalf("tools/list over stdio = %d tools, %v; want all 8", len(res.Tools), err)
+	}
+	if got := callText(t, cs, "toolbox_json_format", map[string]any{"json": "{}"}); got == "" {
+		t.Errorf("toolbox_json_format over stdio = %q, want a result", got)
+	}
+}
