@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"slices"
 	"time"
@@ -113,8 +114,12 @@ func (a *Auth) finish(dir string, fail func(where, format string, args ...any)) 
 			fail(where, "mode \"oauth\" needs exactly one of jwks_url and jwks_file")
 		}
 		if a.JWKSURL != "" {
-			if u, err := url.Parse(a.JWKSURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			u, err := url.Parse(a.JWKSURL)
+			switch {
+			case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
 				fail(where, "jwks_url %q is not an http(s) URL", a.JWKSURL)
+			case u.Scheme == "http" && !loopbackHost(u.Hostname()):
+				fail(where, "jwks_url %q: http only on a loopback address (keys fetched in the clear could be replaced)", a.JWKSURL)
 			}
 		}
 		if len(a.Keys) > 0 {
@@ -190,4 +195,13 @@ func (a *Auth) finish(dir string, fail func(where, format string, args ...any)) 
 			}
 		}
 	}
+}
+
+// loopbackHost reports whether host is "localhost" or a loopback IP.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }

@@ -18,6 +18,8 @@ func TestAuth(t *testing.T) {
 		{"none", "", nil},
 		{"insecure", "[server.auth]\ninsecure_no_auth = true", nil},
 		{"oauth url", oauth + "jwks_url = \"https://as/jwks\"\n[[server.auth.grants]]\nscope = \"s\"\ntools = [\"a_*\"]", nil},
+		{"oauth http jwks", oauth + "jwks_url = \"http://as.example/jwks\"", []string{"http only on a loopback address"}},
+		{"oauth loopback jwks", oauth + "jwks_url = \"http://127.0.0.1:9/jwks\"", nil},
 		{"oauth no jwks", oauth, []string{"exactly one of jwks_url and jwks_file"}},
 		{"oauth both", oauth + "jwks_url = \"https://as/jwks\"\njwks_file = \"j.json\"", []string{"exactly one of"}},
 		{"oauth no issuer", "[server.auth]\nmode = \"oauth\"\njwks_url = \"https://as/j\"", []string{"needs issuer", "needs resource"}},
