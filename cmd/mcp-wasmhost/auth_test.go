@@ -506,3 +506,72 @@ func TestAuthStdioUnchecked(t *testing.T) {
 		t.Errorf("toolbox_json_format over stdio = %q, want a result", got)
 	}
 }
+
+// TestAuthFeatures: a plugin's resources, templates and prompts go with its tools: a
+// caller granted none of its tools neither lists nor reads them.
+func TestAuthFeatures(t *testing.T) {
+	sum := func(k string) string { s := sha256.Sum256([]byte(k)); return hex.EncodeToString(s[:]) }
+	fixture := pluginTOML(t, "fixture", "conformance/fixture/fixture.wasm", "")
+	fixture = strings.Replace(fixture, "name = \"fixture\"\n", "name = \"fixture\"\nprefix = \"\"\n", 1)
+	cfg := writeConfig(t, serverTOML(t)+fmt.Sprintf(`[server.auth]
+mode = "api_keys"
+
+[[server.auth.keys]]
+name = "other"
+sha256 = %q
+
+[[server.auth.keys]]
+name = "fix"
+sha256 = %q
+
+[[server.auth.grants]]
+key = "other"
+tools = ["toolbox_*"]
+
+[[server.auth.grants]]
+key = "fix"
+tools = ["test_simple_text"]
+
+`, sum("key-other"), sum("key-fix"))+fixture+pluginTOML(t, "toolbox", "plugins/toolbox/toolbox.wasm", ""))
+	url, _ := startHTTP(t, cfg)
+	as := func(key string) *mcptest.Stateless {
+		return &mcptest.Stateless{URL: url, Client: &http.Client{Transport: bearer{key}}}
+	}
+	count := func(s *mcptest.Stateless, method, field string) int {
+		r, err := s.Call(method, nil, nil)
+		if err != nil || r.Error != nil {
+			t.Fatalf("%s = %+v, %v", method, r, err)
+		}
+		var m map[string]json.RawMessage
+		json.Unmarshal(r.Result, &m)
+		var list []json.RawMessage
+		json.Unmarshal(m[field], &list)
+		return len(list)
+	}
+	lists := []struct{ method, field string }{{"resources/list", "resources"}, {"resources/templates/list", "resourceTemplates"}, {"prompts/list", "prompts"}}
+	for _, l := range lists {
+		if n := count(as("key-other"), l.method, l.field); n != 0 {
+			t.Errorf("%s without a grant of the plugin = %d, want 0", l.method, n)
+		}
+		if n := count(as("key-fix"), l.method, l.field); n == 0 {
+			t.Errorf("%s with a grant of the plugin = 0, want the plugin's", l.method)
+		}
+	}
+	calls := []struct {
+		method string
+		params map[string]any
+		name   string
+	}{
+		{"resources/read", map[string]any{"uri": "test://static-text"}, "test://static-text"},
+		{"prompts/get", map[string]any{"name": "test_simple_prompt"}, "test_simple_prompt"},
+	}
+	for _, c := range calls {
+		h := map[string]*string{"Mcp-Name": &c.name}
+		if r, err := as("key-other").Call(c.method, c.params, h); err != nil || r.Error == nil || !strings.Contains(r.Error.Message, "not found") && !strings.Contains(r.Error.Message, "unknown prompt") {
+			t.Errorf("%s without a grant = %+v, %v, want it answered as one that does not exist", c.method, r, err)
+		}
+		if r, err := as("key-fix").Call(c.method, c.params, h); err != nil || r.Error != nil {
+			t.Errorf("%s with a grant = %+v, %v, want a result", c.method, r, err)
+		}
+	}
+}
