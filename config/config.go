@@ -123,6 +123,8 @@ type Server struct {
 	// SessionIdleTimeout closes a Streamable HTTP session that sent no request
 	// for this long, 1s..720h. 0 means host.DefaultSessionIdleTimeout (1h).
 	SessionIdleTimeout Duration `toml:"session_idle_timeout"`
+	// Auth is the [server.auth] table: who may call what over HTTP (auth.go).
+	Auth Auth `toml:"auth"`
 }
 
 // CompilationCacheDir reports where compiled modules are cached on disk, and
@@ -603,6 +605,7 @@ func (c *Config) finish(name, dir string) []error {
 	if d := s.SessionIdleTimeout.Duration; d != 0 && (d < time.Second || d > 720*time.Hour) {
 		fail("server", "session_idle_timeout %s out of range 1s..720h0m0s", d)
 	}
+	s.Auth.finish(dir, fail)
 	switch s.CacheDir {
 	case "":
 		s.CacheDir = defaultCacheDir()

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestTransportLimits(t *testing.T) {
 			s := cfg.Server
 			got := config.Server{MaxMessageBytes: s.MaxMessageBytes, BodyReadTimeout: s.BodyReadTimeout,
 				MaxSessions: s.MaxSessions, SessionIdleTimeout: s.SessionIdleTimeout}
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Parse(%q).Server limits = %+v, want %+v", tt.doc, got, tt.want)
 			}
 		})

@@ -23,7 +23,7 @@ const newestLegacyVersion = "2025-11-25"
 const localOwner = "local"
 
 // owner is who a session's tasks belong to: the local user on stdio, the session on
-// Streamable HTTP (no authentication is configured; an identity would take its place).
+// Streamable HTTP without authentication (callerOf puts an identity in its place).
 func owner(ss *mcp.ServerSession) string {
 	if id := ss.ID(); id != "" {
 		return "session:" + id
@@ -77,10 +77,11 @@ func callerFrom(ctx context.Context, ss *mcp.ServerSession) caller {
 // request reads it in its own wire's form.
 //
 // The owner of tasks is the requester as far as the server can tell it apart: the
-// local user on stdio, the session on stateful HTTP (2025-11-25 and older), and on
-// stateless HTTP (2026-07-28) the authenticated user if the request carries a
-// verified token, else one shared "anonymous" requester, since nothing else in a
-// stateless request identifies its sender (clientInfo is whatever the client says).
+// local user on stdio; the authenticated identity on HTTP when the request carries a
+// verified token (package authn), on either line, from any session; else the session
+// on stateful HTTP (2025-11-25 and older), and on stateless HTTP (2026-07-28) one
+// shared "anonymous" requester, since nothing else in a stateless request identifies
+// its sender (clientInfo is whatever the client says).
 // For anonymous requesters the unguessable task ID (192 random bits) is the capability,
 // and this line has no tasks/list that could reveal IDs. Tasks of one owner are never
 // visible to another, whichever wire created or asks for them.
@@ -100,9 +101,11 @@ func callerOf(ss *mcp.ServerSession, meta mcp.Meta, extra *mcp.RequestExtra) cal
 	stateless := init.ProtocolVersion > newestLegacyVersion
 	if stateless && ss.ID() == "" && extra != nil && extra.Header != nil {
 		c.owner = anonymousOwner
-		if ti := extra.TokenInfo; ti != nil && ti.UserID != "" {
-			c.owner = "user:" + ti.UserID
-		}
+	}
+	// An authenticated caller owns its tasks whichever session or stateless
+	// request it uses (go-sdk binds a session to the identity that opened it).
+	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+		c.owner = userOwner(extra.TokenInfo.UserID)
 	}
 	// The SDK puts a 2026-07-28 request's capabilities in its session; a request
 	// that restates them in _meta (on stdio, say) is taken at its word too.
@@ -126,6 +129,9 @@ func callerOf(ss *mcp.ServerSession, meta mcp.Meta, extra *mcp.RequestExtra) cal
 	}
 	return c
 }
+
+// userOwner is the owner of an authenticated caller's tasks.
+func userOwner(id string) string { return "user:" + id }
 
 // anonymousOwner owns the tasks of unauthenticated stateless HTTP requests.
 const anonymousOwner = "anonymous"

@@ -76,6 +76,9 @@ func annotations(raw json.RawMessage) *mcp.Annotations {
 func (s *Server) readHandler(p *plugins.Plugin) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
+		if !s.pluginGranted(req.Extra, p) {
+			return nil, mcp.ResourceNotFoundError(uri) // as for a resource that does not exist
+		}
 		b := s.featureBridge(req.Session, p, "resources/read "+uri, req.Params.GetProgressToken())
 		out, err := p.Read(ctx, uri, b)
 		if err != nil {
@@ -91,6 +94,9 @@ func (s *Server) readHandler(p *plugins.Plugin) mcp.ResourceHandler {
 
 func (s *Server) promptHandler(pr *plugins.Prompt) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if !s.pluginGranted(req.Extra, pr.Plugin) {
+			return nil, invalidParams("unknown prompt %q", pr.Name) // go-sdk's answer for one that does not exist
+		}
 		b := s.featureBridge(req.Session, pr.Plugin, "prompts/get "+pr.Name, req.Params.GetProgressToken())
 		out, err := pr.Get(ctx, req.Params.Arguments, b)
 		if err != nil {
@@ -119,13 +125,13 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	switch p.Ref.Type {
 	case "ref/prompt":
 		pr, ok := s.catalog.Prompt(p.Ref.Name)
-		if !ok {
+		if !ok || !s.pluginGranted(req.Extra, pr.Plugin) {
 			return nil, invalidParams("completion/complete: unknown prompt %q", p.Ref.Name)
 		}
 		cr.Prompt, owner = pr, pr.Plugin
 	case "ref/resource":
 		t, ok := s.catalog.Template(p.Ref.URI)
-		if !ok {
+		if !ok || !s.pluginGranted(req.Extra, t.Plugin) {
 			return nil, invalidParams("completion/complete: %q is not a resource template of this server", p.Ref.URI)
 		}
 		cr.Template, owner = t, t.Plugin
@@ -148,11 +154,11 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 // records it for the session.
 func (s *Server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
 	uri := req.Params.URI
-	if _, ok := s.catalog.Resource(uri); ok {
+	if r, ok := s.catalog.Resource(uri); ok && s.pluginGranted(req.Extra, r.Plugin) {
 		return nil
 	}
 	for _, t := range s.catalog.Templates() {
-		if t.Match(uri) {
+		if t.Match(uri) && s.pluginGranted(req.Extra, t.Plugin) {
 			return nil
 		}
 	}

@@ -35,11 +35,20 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/list":
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-				return c.wire.listTools(r, s.catalog), nil
+				return c.wire.listTools(s.visibleTools(r, req.GetExtra()), s.catalog), nil
 			}
 			return res, err
+		case "resources/list", "resources/templates/list", "prompts/list":
+			res, err := next(ctx, method, req)
+			if err != nil {
+				return res, err
+			}
+			return s.visibleFeatures(res, req.GetExtra()), nil
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {
+				if r.Params != nil && !s.authorized(req.GetExtra(), r.Params.Name) {
+					return nil, errNotGranted(r.Params.Name)
+				}
 				return s.callTool(ctx, r, c, next)
 			}
 		}

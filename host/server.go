@@ -52,6 +52,9 @@ type Options struct {
 	// Nonces records accepted request states; nil means in this server's memory.
 	// Servers that share StateKey share it too, so a state is accepted once.
 	Nonces Nonces
+	// Authorize says which tools an HTTP caller with a verified identity may see
+	// and call (auth.go). nil means every caller may call every tool.
+	Authorize Authorize
 }
 
 // Server serves a catalog of plugin tools over MCP.
@@ -63,6 +66,7 @@ type Server struct {
 	logger    *slog.Logger
 	states    *stateSigner
 	httpReqs  httpRequests // the HTTP requests being served (httpreq.go)
+	authorize Authorize    // Options.Authorize
 
 	limits limits // Options' transport limits, defaults filled in
 
@@ -85,7 +89,7 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}, states: newStateSigner(opts.StateKey, opts.Nonces),
-		resumable: opts.ResumableStreams, limits: limitsOf(opts)}
+		resumable: opts.ResumableStreams, limits: limitsOf(opts), authorize: opts.Authorize}
 	topts := opts.Tasks
 	topts.Logger = opts.Logger
 	topts.OnChange = s.taskChanged

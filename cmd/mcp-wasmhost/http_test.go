@@ -22,8 +22,20 @@ import (
 // its log (at debug).
 func startHTTP(t *testing.T, cfg string) (string, *testenv.SyncBuffer) {
 	t.Helper()
+	return startHTTPOn(t, cfg, "127.0.0.1:0")
+}
+
+// startHTTPAt runs the binary listening on addr and returns its log.
+func startHTTPAt(t *testing.T, cfg, addr string) *testenv.SyncBuffer {
+	t.Helper()
+	_, log := startHTTPOn(t, cfg, addr)
+	return log
+}
+
+func startHTTPOn(t *testing.T, cfg, addr string) (string, *testenv.SyncBuffer) {
+	t.Helper()
 	log := &testenv.SyncBuffer{}
-	cmd := exec.Command(binary, "--config", cfg, "--http", "127.0.0.1:0", "--log-level", "debug")
+	cmd := exec.Command(binary, "--config", cfg, "--http", addr, "--log-level", "debug")
 	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

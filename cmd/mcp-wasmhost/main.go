@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/authn"
 	"github.com/mcp-wasmhost/mcp-wasmhost/config"
 	"github.com/mcp-wasmhost/mcp-wasmhost/host"
 	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
@@ -97,6 +98,15 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	tuneGC(cfg.Server)
+	var guard *authn.Authenticator
+	if *httpAddr != "" && !check {
+		if err := checkExposure(*httpAddr, cfg.Server.Auth, logger); err != nil {
+			return err
+		}
+		if guard, err = authenticator(cfg.Server.Auth, logger); err != nil {
+			return err
+		}
+	}
 
 	cacheDir, _ := cfg.Server.CompilationCacheDir()
 	engine, err := sandbox.NewEngine(ctx, sandbox.Options{CacheDir: cacheDir, Logger: logger})
@@ -140,6 +150,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 	srv, err := host.New(catalog, host.Options{Name: cfg.Server.Name, Version: version(), Logger: logger,
 		StateKey: stateKey, Nonces: nonces,
+		Authorize:          authorize(guard),
 		ResumableStreams:   cfg.Server.ResumableStreams,
 		MaxMessageBytes:    cfg.Server.MaxMessageBytes,
 		BodyReadTimeout:    cfg.Server.BodyReadTimeout.Duration,
@@ -163,7 +174,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 	defer srv.Close(context.WithoutCancel(ctx))
 	if *httpAddr != "" {
-		return serveHTTP(ctx, srv, *httpAddr, logger)
+		return serveHTTP(ctx, srv, guard, *httpAddr, logger)
 	}
 	logger.Info("serving over stdio", "tools", len(catalog.Tools()))
 	return srv.ServeStdio(ctx, stdin, stdout)
@@ -341,12 +352,16 @@ func pluginSpec(pc config.Plugin) plugins.Spec {
 	return s
 }
 
-func serveHTTP(ctx context.Context, srv *host.Server, addr string, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, srv *host.Server, guard *authn.Authenticator, addr string, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
+	handler := srv.HTTPHandler()
+	if guard != nil {
+		handler = guard.Wrap(handler)
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	logger.Info("serving Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp")
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()

@@ -1,0 +1,267 @@
+package authn
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+// Modes.
+const (
+	ModeOAuth   = "oauth"
+	ModeAPIKeys = "api_keys"
+)
+
+// DefaultClockSkew is how far a token's exp, nbf and iat may be off this server's
+// clock when Options.ClockSkew is 0: clocks of hosts kept by NTP agree far better.
+const DefaultClockSkew = 30 * time.Second
+
+// DefaultAlgorithms are the signature algorithms accepted when Options.Algorithms
+// is nil.
+var DefaultAlgorithms = []string{"RS256", "ES256", "EdDSA"}
+
+// asymmetric are the algorithms that may be allowed at all: never "none", never HMAC
+// (an HMAC key is a shared secret, and a verifier that took one could be fed a
+// token "signed" with the issuer's public key).
+var asymmetric = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384,
+	jose.PS512, jose.ES256, jose.ES384, jose.ES512, jose.EdDSA}
+
+// Options configures an Authenticator (config.Auth, decoded).
+type Options struct {
+	Mode     string // ModeOAuth or ModeAPIKeys
+	Resource string // this server's resource URI: the tokens' audience; "" for no RFC 9728 document (api_keys only)
+	Issuer   string // the token issuer (oauth)
+	JWKSURL  string // where the issuer's keys are fetched (oauth; or JWKSFile)
+	JWKSFile string // a local JWKS (oauth; or JWKSURL)
+	// JWKSRefresh is how often JWKSURL is refetched. 0 means DefaultJWKSRefresh.
+	JWKSRefresh time.Duration
+	// Algorithms allowed; nil means DefaultAlgorithms. Others than asymmetric are
+	// an error.
+	Algorithms []string
+	// ClockSkew is how far exp, nbf and iat may be off. 0 means DefaultClockSkew.
+	ClockSkew time.Duration
+	// RequiredScopes must all be in every token (403 otherwise). Nil means none.
+	RequiredScopes []string
+	// RateLimit is how many requests per second each identity may make on
+	// average; more get 429 with Retry-After. 0 means no limit.
+	RateLimit float64
+	// RateBurst is how many requests an identity may make at once. 0 means twice
+	// RateLimit, at least 1.
+	RateBurst int
+	Keys      []Key   // api_keys
+	Grants    []Grant // nil means no tool for anyone
+	// HTTPClient fetches the JWKS; nil means a client with http.DefaultTransport
+	// and a 10s timeout.
+	HTTPClient *http.Client
+	Logger     *slog.Logger // nil discards
+}
+
+// Key is one API key: its holder's name (the identity), the SHA-256 of the key and
+// its scopes.
+type Key struct {
+	Name   string
+	SHA256 string // hex
+	Scopes []string
+}
+
+// Grant gives Tools (names, a trailing "*" matching any suffix) to a scope or to
+// the API key named Key.
+type Grant struct {
+	Scope string
+	Key   string
+	Tools []string
+}
+
+// Authenticator verifies requests and answers grants. Safe for concurrent use.
+type Authenticator struct {
+	mode     string
+	resource string
+	issuer   string
+	algs     []jose.SignatureAlgorithm
+	skew     time.Duration
+	required []string
+	keys     *keySet
+	apiKeys  []apiKey
+	grants   []Grant
+	limit    *limiter // nil: no limit
+	now      func() time.Time
+}
+
+type apiKey struct {
+	name   string
+	sum    []byte
+	scopes []string
+}
+
+// New makes an Authenticator. A JWKS file is read here; a JWKS URL is fetched on
+// the first token.
+func New(opts Options) (*Authenticator, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	a := &Authenticator{mode: opts.Mode, resource: opts.Resource, issuer: opts.Issuer, skew: opts.ClockSkew,
+		required: opts.RequiredScopes, grants: opts.Grants, now: time.Now,
+		limit: newLimiter(opts.RateLimit, opts.RateBurst)}
+	if a.skew == 0 {
+		a.skew = DefaultClockSkew
+	}
+	switch opts.Mode {
+	case ModeOAuth:
+		names := opts.Algorithms
+		if names == nil {
+			names = DefaultAlgorithms
+		}
+		for _, n := range names {
+			i := slices.IndexFunc(asymmetric, func(a jose.SignatureAlgorithm) bool { return string(a) == n })
+			if i < 0 {
+				return nil, fmt.Errorf("authn: algorithm %q is not allowed (never none, never HMAC)", n)
+			}
+			a.algs = append(a.algs, asymmetric[i])
+		}
+		if opts.Issuer == "" || opts.Resource == "" {
+			return nil, errors.New("authn: oauth needs an issuer and a resource")
+		}
+		switch {
+		case opts.JWKSFile != "":
+			ks, err := loadKeySet(opts.JWKSFile)
+			if err != nil {
+				return nil, fmt.Errorf("authn: %w", err)
+			}
+			a.keys = ks
+		case opts.JWKSURL != "":
+			client := opts.HTTPClient
+			if client == nil {
+				client = &http.Client{Timeout: fetchTimeout}
+			}
+			refresh := opts.JWKSRefresh
+			if refresh == 0 {
+				refresh = DefaultJWKSRefresh
+			}
+			a.keys = &keySet{url: opts.JWKSURL, refresh: refresh, client: client, logger: logger}
+		default:
+			return nil, errors.New("authn: oauth needs a JWKS URL or file")
+		}
+	case ModeAPIKeys:
+		for _, k := range opts.Keys {
+			sum, err := hex.DecodeString(k.SHA256)
+			if err != nil || len(sum) != sha256.Size {
+				return nil, fmt.Errorf("authn: key %q: sha256 is not 64 hex digits", k.Name)
+			}
+			a.apiKeys = append(a.apiKeys, apiKey{name: k.Name, sum: sum, scopes: k.Scopes})
+		}
+	default:
+		return nil, fmt.Errorf("authn: unknown mode %q", opts.Mode)
+	}
+	return a, nil
+}
+
+// errInvalid wraps why a token is refused; it satisfies errors.Is(err,
+// auth.ErrInvalidToken).
+func errInvalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", auth.ErrInvalidToken, fmt.Sprintf(format, args...))
+}
+
+// Verify turns a bearer token into an identity, or an error that satisfies
+// errors.Is(err, auth.ErrInvalidToken). The TokenInfo's UserID is the identity:
+// "oauth:" + issuer + "#" + sub, or "key:" + the API key's name.
+func (a *Authenticator) Verify(ctx context.Context, token string) (*auth.TokenInfo, error) {
+	if a.mode == ModeAPIKeys {
+		return a.verifyKey(token)
+	}
+	return a.verifyJWT(ctx, token)
+}
+
+func (a *Authenticator) verifyKey(token string) (*auth.TokenInfo, error) {
+	sum := sha256.Sum256([]byte(token))
+	var found *apiKey
+	for i := range a.apiKeys { // every key compared, found or not
+		if subtle.ConstantTimeCompare(sum[:], a.apiKeys[i].sum) == 1 {
+			found = &a.apiKeys[i]
+		}
+	}
+	if found == nil {
+		return nil, errInvalid("unknown API key")
+	}
+	return &auth.TokenInfo{UserID: "key:" + found.name, Scopes: found.scopes}, nil
+}
+
+// accessClaims are the claims read beyond the registered ones: the scopes, as
+// "scope" (RFC 9068, space separated) or "scp" (a list).
+type accessClaims struct {
+	Scope string   `json:"scope"`
+	Scp   []string `json:"scp"`
+}
+
+func (a *Authenticator) verifyJWT(ctx context.Context, token string) (*auth.TokenInfo, error) {
+	tok, err := jwt.ParseSigned(token, a.algs)
+	if err != nil {
+		return nil, errInvalid("malformed token or algorithm not allowed")
+	}
+	if len(tok.Headers) != 1 {
+		return nil, errInvalid("token must have one signature")
+	}
+	h := tok.Headers[0]
+	now := a.now()
+	key, ok := a.keys.key(ctx, h.KeyID, now)
+	if !ok {
+		return nil, errInvalid("unknown signing key %q", h.KeyID)
+	}
+	if key.Algorithm != "" && key.Algorithm != h.Algorithm {
+		return nil, errInvalid("key %q is for %s, not %s", h.KeyID, key.Algorithm, h.Algorithm)
+	}
+	var reg jwt.Claims
+	var ac accessClaims
+	if err := tok.Claims(key.Key, &reg, &ac); err != nil {
+		return nil, errInvalid("bad signature")
+	}
+	if err := reg.ValidateWithLeeway(jwt.Expected{Issuer: a.issuer, AnyAudience: jwt.Audience{a.resource}, Time: now}, a.skew); err != nil {
+		return nil, errInvalid("%v", err)
+	}
+	if reg.Expiry == nil {
+		return nil, errInvalid("token has no exp")
+	}
+	if reg.Subject == "" {
+		return nil, errInvalid("token has no sub")
+	}
+	scopes := ac.Scp
+	if ac.Scope != "" {
+		scopes = strings.Fields(ac.Scope)
+	}
+	return &auth.TokenInfo{UserID: "oauth:" + a.issuer + "#" + reg.Subject, Scopes: scopes,
+		Expiration: reg.Expiry.Time()}, nil
+}
+
+// Allowed reports whether the identity ti may see and call the tool named tool: a
+// grant for one of its scopes, or for its API key, matches the name.
+func (a *Authenticator) Allowed(ti *auth.TokenInfo, tool string) bool {
+	if ti == nil {
+		return false
+	}
+	for _, g := range a.grants {
+		switch {
+		case g.Scope != "" && slices.Contains(ti.Scopes, g.Scope):
+		case g.Key != "" && ti.UserID == "key:"+g.Key:
+		default:
+			continue
+		}
+		for _, p := range g.Tools {
+			if p == tool || strings.HasSuffix(p, "*") && strings.HasPrefix(tool, p[:len(p)-1]) {
+				return true
+			}
+		}
+	}
+	return false
+}

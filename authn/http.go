@@ -1,0 +1,133 @@
+package authn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// WellKnownPath is where RFC 9728 protected resource metadata is served; the
+// resource's path is appended for its path form (RFC 9728 section 3.1).
+const WellKnownPath = "/.well-known/oauth-protected-resource"
+
+// MetadataURL is the URL of the RFC 9728 document of resource: WellKnownPath
+// inserted between its host and its path. "" for "".
+func MetadataURL(resource string) string {
+	u, err := url.Parse(resource)
+	if err != nil || resource == "" {
+		return ""
+	}
+	path := strings.TrimSuffix(u.EscapedPath(), "/")
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String() + WellKnownPath + path
+}
+
+type verifiedKey struct{}
+
+// Wrap guards next: every request needs a valid bearer token (401 otherwise) with
+// the required scopes (403), within its identity's rate limit (429 with
+// Retry-After), and reaches next with its auth.TokenInfo in the
+// context (auth.TokenInfoFromContext; go-sdk puts it in every request's Extra and
+// binds sessions to its UserID). The RFC 9728 document is served, without a token,
+// at WellKnownPath and its path form when a resource is configured.
+func (a *Authenticator) Wrap(next http.Handler) http.Handler {
+	metaURL := MetadataURL(a.resource)
+	// go-sdk's wrapper only stores the identity verified below in the context
+	// where its handlers read it.
+	store := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		if ti, ok := ctx.Value(verifiedKey{}).(*auth.TokenInfo); ok {
+			return ti, nil
+		}
+		return nil, errors.New("authn: no verified identity") // cannot happen
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: a.skew})(next)
+
+	challenge := func(w http.ResponseWriter, status int, params ...string) {
+		if metaURL != "" {
+			params = append(params, fmt.Sprintf("resource_metadata=%q", metaURL))
+		}
+		v := "Bearer"
+		if len(params) > 0 {
+			v += " " + strings.Join(params, ", ")
+		}
+		w.Header().Set("WWW-Authenticate", v)
+		http.Error(w, http.StatusText(status), status)
+	}
+	guard := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearer(r)
+		if !ok {
+			challenge(w, http.StatusUnauthorized)
+			return
+		}
+		ti, err := a.Verify(r.Context(), token)
+		if err != nil {
+			desc := strings.ReplaceAll(strings.TrimPrefix(err.Error(), auth.ErrInvalidToken.Error()+": "), `"`, "'")
+			challenge(w, http.StatusUnauthorized, `error="invalid_token"`, fmt.Sprintf("error_description=%q", desc))
+			return
+		}
+		for _, s := range a.required {
+			if !slices.Contains(ti.Scopes, s) {
+				challenge(w, http.StatusForbidden, `error="insufficient_scope"`,
+					fmt.Sprintf("scope=%q", strings.Join(a.required, " ")))
+				return
+			}
+		}
+		if a.limit != nil {
+			if ok, wait := a.limit.allow(ti.UserID, a.now()); !ok {
+				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+				http.Error(w, "rate limit: retry later", http.StatusTooManyRequests)
+				return
+			}
+		}
+		// The token goes no further than this request's header: strip it so
+		// nothing downstream (guests, egress, logs) can read it.
+		r = r.Clone(context.WithValue(r.Context(), verifiedKey{}, ti))
+		store.ServeHTTP(w, withoutToken(r))
+	})
+	if metaURL == "" {
+		return guard
+	}
+	var scopes []string
+	for _, g := range a.grants {
+		if g.Scope != "" && !slices.Contains(scopes, g.Scope) {
+			scopes = append(scopes, g.Scope)
+		}
+	}
+	meta := &oauthex.ProtectedResourceMetadata{Resource: a.resource, ScopesSupported: scopes,
+		BearerMethodsSupported: []string{"header"}}
+	if a.issuer != "" {
+		meta.AuthorizationServers = []string{a.issuer}
+	}
+	prm := auth.ProtectedResourceMetadataHandler(meta)
+	mux := http.NewServeMux()
+	mux.Handle(WellKnownPath, prm)
+	if u, _ := url.Parse(metaURL); u.Path != WellKnownPath {
+		mux.Handle(u.Path, prm)
+	}
+	mux.Handle("/", guard)
+	return mux
+}
+
+// withoutToken is r whose Authorization header go-sdk's wrapper still finds (it
+// parses it before calling our verifier) but with no token in it.
+func withoutToken(r *http.Request) *http.Request {
+	r.Header.Set("Authorization", "Bearer verified")
+	return r
+}
+
+// bearer returns the token of r's Authorization header.
+func bearer(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || len(r.Header.Values("Authorization")) != 1 {
+		return "", false
+	}
+	return token, true
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/authn"
+	"github.com/mcp-wasmhost/mcp-wasmhost/config"
+	"github.com/mcp-wasmhost/mcp-wasmhost/host"
+)
+
+// checkExposure refuses to serve HTTP on a non-loopback address without
+// authentication unless [server.auth] insecure_no_auth says so, which is logged.
+func checkExposure(addr string, a config.Auth, logger *slog.Logger) error {
+	if a.Mode != config.AuthNone || loopback(addr) {
+		return nil
+	}
+	if !a.InsecureNoAuth {
+		return fmt.Errorf("serve HTTP on %s: a non-loopback address needs [server.auth] mode \"oauth\" or \"api_keys\" (or insecure_no_auth = true to serve anyone who can reach it)", addr)
+	}
+	logger.Warn("serving HTTP on a non-loopback address without authentication (insecure_no_auth): anyone who can reach it may call every tool", "addr", addr)
+	return nil
+}
+
+// loopback reports whether addr (host:port) listens on loopback only: "localhost"
+// or a loopback IP. An empty host, a wildcard or any other name is not.
+func loopback(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if h == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.IsLoopback()
+}
+
+// authenticator makes the [server.auth] authenticator; nil for mode "".
+func authenticator(a config.Auth, logger *slog.Logger) (*authn.Authenticator, error) {
+	if a.Mode == config.AuthNone {
+		return nil, nil
+	}
+	opts := authn.Options{Mode: a.Mode, Resource: a.Resource, Issuer: a.Issuer, JWKSURL: a.JWKSURL,
+		JWKSFile: a.JWKSFile, JWKSRefresh: a.JWKSRefresh.Duration, Algorithms: a.Algorithms,
+		ClockSkew: a.ClockSkew.Duration, RequiredScopes: a.RequiredScopes, Logger: logger,
+		RateLimit: a.RateLimit, RateBurst: a.RateBurst}
+	for _, k := range a.Keys {
+		opts.Keys = append(opts.Keys, authn.Key{Name: k.Name, SHA256: k.SHA256, Scopes: k.Scopes})
+	}
+	for _, g := range a.Grants {
+		opts.Grants = append(opts.Grants, authn.Grant{Scope: g.Scope, Key: g.Key, Tools: g.Tools})
+	}
+	return authn.New(opts)
+}
+
+// authorize is the host's view of guard's grants; nil (every tool) without one.
+func authorize(guard *authn.Authenticator) host.Authorize {
+	if guard == nil {
+		return nil
+	}
+	return guard.Allowed
+}

@@ -1,0 +1,54 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/config"
+)
+
+func TestAuth(t *testing.T) {
+	const sum = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+	const oauth = "[server.auth]\nmode = \"oauth\"\nissuer = \"https://as\"\nresource = \"https://rs/mcp\"\n"
+	tests := []struct {
+		name string
+		doc  string
+		fail []string // substrings of the error; nil means it loads
+	}{
+		{"none", "", nil},
+		{"insecure", "[server.auth]\ninsecure_no_auth = true", nil},
+		{"oauth url", oauth + "jwks_url = \"https://as/jwks\"\n[[server.auth.grants]]\nscope = \"s\"\ntools = [\"a_*\"]", nil},
+		{"oauth http jwks", oauth + "jwks_url = \"http://as.example/jwks\"", []string{"http only on a loopback address"}},
+		{"oauth loopback jwks", oauth + "jwks_url = \"http://127.0.0.1:9/jwks\"", nil},
+		{"oauth no jwks", oauth, []string{"exactly one of jwks_url and jwks_file"}},
+		{"oauth both", oauth + "jwks_url = \"https://as/jwks\"\njwks_file = \"j.json\"", []string{"exactly one of"}},
+		{"oauth no issuer", "[server.auth]\nmode = \"oauth\"\njwks_url = \"https://as/j\"", []string{"needs issuer", "needs resource"}},
+		{"hmac", oauth + "jwks_url = \"https://as/j\"\nalgorithms = [\"HS256\", \"none\"]", []string{`algorithm "HS256"`, `algorithm "none"`}},
+		{"skew", oauth + "jwks_url = \"https://as/j\"\nclock_skew = \"1h\"", []string{"clock_skew 1h0m0s out of range"}},
+		{"unknown mode", "[server.auth]\nmode = \"basic\"", []string{`mode "basic" is not one of`}},
+		{"unknown key", "[server.auth]\nmodes = \"oauth\"", []string{"modes"}},
+		{"keys", "[server.auth]\nmode = \"api_keys\"\n[[server.auth.keys]]\nname = \"ci\"\nsha256 = \"" + sum + "\"\n[[server.auth.grants]]\nkey = \"ci\"\ntools = [\"*\"]", nil},
+		{"keys none", "[server.auth]\nmode = \"api_keys\"", []string{"at least one [[server.auth.keys]]"}},
+		{"bad hash", "[server.auth]\nmode = \"api_keys\"\n[[server.auth.keys]]\nname = \"ci\"\nsha256 = \"abc\"", []string{"64 hex digits"}},
+		{"grant to no key", "[server.auth]\nmode = \"api_keys\"\n[[server.auth.keys]]\nname = \"ci\"\nsha256 = \"" + sum + "\"\n[[server.auth.grants]]\nkey = \"cd\"\ntools = [\"*\"]", []string{`key "cd" names no`}},
+		{"grant pattern", oauth + "jwks_url = \"https://as/j\"\n[[server.auth.grants]]\nscope = \"s\"\ntools = [\"a*b\"]", []string{`"*" only at the end`}},
+		{"rate", "[server.auth]\nmode = \"api_keys\"\nrate_limit = -1.0\nrate_burst = 200000\n[[server.auth.keys]]\nname = \"ci\"\nsha256 = \"" + sum + "\"", []string{"rate_limit -1 out of range", "rate_burst 200000 out of range"}},
+		{"insecure with mode", oauth + "jwks_url = \"https://as/j\"\ninsecure_no_auth = true", []string{"insecure_no_auth needs mode"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(tt.doc), "config.toml", t.TempDir())
+			if tt.fail == nil {
+				if err != nil {
+					t.Errorf("Parse(%q) = %v, want nil", tt.doc, err)
+				}
+				return
+			}
+			for _, f := range tt.fail {
+				if err == nil || !strings.Contains(err.Error(), f) {
+					t.Errorf("Parse(%q) = %v, want it to contain %q", tt.doc, err, f)
+				}
+			}
+		})
+	}
+}
