@@ -2,11 +2,8 @@ package hostile_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +48,7 @@ func TestTrickledBodies(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range clients {
 		wg.Go(func() {
-			cuts[i].took, cuts[i].answer, cuts[i].err = trickle(addr, 25*time.Second)
+			cuts[i].took, cuts[i].answer, cuts[i].err = testenv.Trickle(addr, 25*time.Second)
 		})
 	}
 	// Meanwhile a well-behaved client connects and calls a tool.
@@ -109,35 +106,4 @@ func serveHTTP(t *testing.T, config string) string {
 		t.Fatal("the server did not report its URL")
 	}
 	return ""
-}
-
-// trickle POSTs a body one byte every 100ms, for at most limit, and reports how long
-// the server took to close the connection, and what it answered.
-func trickle(addr string, limit time.Duration) (time.Duration, string, error) {
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		return 0, "", err
-	}
-	defer conn.Close()
-	start := time.Now()
-	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n{", addr)
-	var answer bytes.Buffer
-	closed := make(chan struct{})
-	go func() {
-		defer close(closed)
-		io.Copy(&answer, io.LimitReader(conn, 1<<16))
-	}()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for time.Since(start) < limit {
-		select {
-		case <-closed:
-			return time.Since(start), answer.String(), nil
-		case <-tick.C:
-			conn.Write([]byte(" "))
-		}
-	}
-	conn.Close()
-	<-closed
-	return time.Since(start), answer.String(), nil
 }

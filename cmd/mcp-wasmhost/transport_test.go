@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -312,7 +311,7 @@ func TestHTTPLimits(t *testing.T) {
 	})
 
 	t.Run("trickled body", func(t *testing.T) {
-		took, answer, err := trickle(url, 30*time.Second)
+		took, answer, err := testenv.Trickle(strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp"), 30*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -324,38 +323,6 @@ func TestHTTPLimits(t *testing.T) {
 		}
 		t.Logf("trickled body cut after %v (body_read_timeout 500ms)", took)
 	})
-}
-
-// trickle POSTs a body one byte every 100ms, for at most limit, and reports how long
-// the server took to close the connection, and what it answered.
-func trickle(url string, limit time.Duration) (time.Duration, string, error) {
-	host := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")
-	conn, err := net.Dial("tcp", host)
-	if err != nil {
-		return 0, "", err
-	}
-	defer conn.Close()
-	start := time.Now()
-	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n{", host)
-	var answer bytes.Buffer
-	closed := make(chan struct{})
-	go func() {
-		defer close(closed)
-		io.Copy(&answer, io.LimitReader(conn, 1<<16))
-	}()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for time.Since(start) < limit {
-		select {
-		case <-closed:
-			return time.Since(start), answer.String(), nil
-		case <-tick.C:
-			conn.Write([]byte(" "))
-		}
-	}
-	conn.Close()
-	<-closed
-	return time.Since(start), answer.String(), nil
 }
 
 // TestMessageLimitAbovePluginInput: a plugin input that no message could carry is a
