@@ -73,6 +73,8 @@ type Server struct {
 	gate     sync.Mutex // admitSession
 	starting int        // stateful sessions admitted and not yet live
 
+	statuses *statusQueue // notifications/tasks/status on their way (status.go)
+
 	mu      sync.Mutex
 	streams map[*liftConn]bool // open stream connections, for notifications
 }
@@ -89,7 +91,7 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}, states: newStateSigner(opts.StateKey, opts.Nonces),
-		resumable: opts.ResumableStreams, limits: limitsOf(opts), authorize: opts.Authorize}
+		resumable: opts.ResumableStreams, limits: limitsOf(opts), authorize: opts.Authorize, statuses: newStatusQueue()}
 	topts := opts.Tasks
 	topts.Logger = opts.Logger
 	topts.OnChange = s.taskChanged
@@ -116,6 +118,7 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 	if err := s.registerTaskMethods(); err != nil {
 		return nil, err
 	}
+	go s.statuses.run(s.sendStatus) // joined in Close
 	return s, nil
 }
 
@@ -196,7 +199,8 @@ func addTool(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
 
 // Close cancels the tasks still running and waits for them.
 func (s *Server) Close(ctx context.Context) error {
-	return s.tasks.Close(ctx)
+	err := s.tasks.Close(ctx) // may still change tasks: their notifications go out first
+	return errors.Join(err, s.statuses.close(ctx))
 }
 
 func mcpTool(t *plugins.Tool) (*mcp.Tool, error) {
@@ -246,10 +250,21 @@ func (s *Server) removeStream(c *liftConn) {
 // owns, except to sessions on the Tasks extension, where this 2025-11-25 notification
 // does not exist. The go-sdk has no API for it on Streamable HTTP; the spec makes it
 // optional.
+//
+// The task manager calls it under the task's lock, in the order of the task's changes:
+// it only queues the state; sendStatus writes it.
 func (s *Server) taskChanged(t tasks.Task) {
 	if t.Owner != localOwner {
 		return
 	}
+	if !s.statuses.push(t) {
+		s.logger.Debug("task status notifications dropped: the client does not read them", "queued", maxQueuedStatuses)
+	}
+}
+
+// sendStatus writes notifications/tasks/status of t to every stream connection that
+// takes it.
+func (s *Server) sendStatus(t tasks.Task) {
 	s.mu.Lock()
 	conns := make([]*liftConn, 0, len(s.streams))
 	for c := range s.streams {

@@ -51,7 +51,8 @@ type Options struct {
 	// stored before its work starts.
 	CreateWindow time.Duration
 	// OnChange, if set, is called after every status change of a task (not at its
-	// creation), outside any lock. It must not block for long.
+	// creation), while the task's own lock is held, so that it sees one task's states
+	// in the order they were stored. It must not block: queue any I/O.
 	OnChange func(Task)
 }
 
@@ -368,9 +369,7 @@ func (m *Manager) finish(id string, apply func(*Task) error) {
 
 // settle ends a task that was stored finished (Options.CreateWindow).
 func (m *Manager) settle(id string) {
-	if t, err := m.store.Get(context.Background(), id); err == nil {
-		m.changed(t)
-	}
+	m.stored(id)
 	m.release(id)
 }
 
@@ -435,18 +434,21 @@ func (m *Manager) update(id string, f func(*Task) error) (Task, error) {
 		}
 		return nil
 	}
+	var t Task
+	var err error
 	if m.shared != nil {
 		// Other processes write the same task: one transaction reads and writes it.
-		return m.shared.Update(ctx, id, apply)
-	}
-	t, err := m.store.Get(ctx, id)
-	if err != nil {
+		t, err = m.shared.Update(ctx, id, apply)
+	} else if t, err = m.store.Get(ctx, id); err != nil {
 		return Task{}, err
+	} else if err = apply(&t); err == nil {
+		err = m.store.Put(ctx, t)
 	}
-	if err := apply(&t); err != nil {
-		return t, err
+	if err == nil && m.opts.OnChange != nil {
+		// Still under the task's lock: OnChange sees its states in the order stored.
+		m.opts.OnChange(t)
 	}
-	return t, m.store.Put(ctx, t)
+	return t, err
 }
 
 var stripeSeed = maphash.MakeSeed()
@@ -456,12 +458,25 @@ func stripe(id string) uint64 {
 	return maphash.String(stripeSeed, id) % 64
 }
 
-// changed tells OnChange, then watchers, about a new state of t: a status
-// notification goes out before a waiting tasks/result can answer.
-func (m *Manager) changed(t Task) {
-	if m.opts.OnChange != nil {
+// stored tells OnChange, then watchers, about task id as it is stored now, under the
+// task's lock like update: for a task that changed without an update here.
+func (m *Manager) stored(id string) {
+	mu := &m.taskMu[stripe(id)]
+	mu.Lock()
+	t, err := m.store.Get(context.Background(), id)
+	if err == nil && m.opts.OnChange != nil {
 		m.opts.OnChange(t)
 	}
+	mu.Unlock()
+	if err == nil {
+		m.changed(t)
+	}
+}
+
+// changed wakes the watchers of t after a change that OnChange has already been told
+// of (by update or stored): a status notification goes out before a waiting
+// tasks/result can answer.
+func (m *Manager) changed(t Task) {
 	m.mu.Lock()
 	if l := m.live[t.ID]; l != nil {
 		close(l.changed)
@@ -909,9 +924,7 @@ func (m *Manager) obey(s Signal) {
 	switch s.Kind {
 	case SignalCancel:
 		l.cancel()
-		if t, err := m.store.Get(context.Background(), s.Task); err == nil {
-			m.changed(t)
-		}
+		m.stored(s.Task)
 	case SignalAnswer:
 		if in == nil {
 			return

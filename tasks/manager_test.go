@@ -558,3 +558,45 @@ func TestCreateWindow(t *testing.T) {
 		t.Error("the work of a task that could not be stored was not cancelled")
 	}
 }
+
+// TestOnChangeInOrder: OnChange sees each task's states in the order they were stored,
+// however many goroutines change the task at once (a status notification that
+// overtook the one before it once made a client see completed before working).
+func TestOnChangeInOrder(t *testing.T) {
+	var mu sync.Mutex
+	var seen []time.Time
+	m := newManager(t, tasks.Options{Store: tasks.NewMemoryStore(), OnChange: func(x tasks.Task) {
+		mu.Lock()
+		seen = append(seen, x.LastUpdatedAt)
+		mu.Unlock()
+	}})
+	ctx := context.Background()
+	created, err := m.Start(ctx, tasks.Requester{Owner: "o"}, 0, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Go(func() {
+				for i := range 200 {
+					h.Note(string(rune('a'+w)) + string(rune('a'+i%26)))
+				}
+			})
+		}
+		wg.Wait()
+		return json.RawMessage(`{"content":[]}`), "", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Wait(ctx, "o", created.ID); got.Status != tasks.Completed {
+		t.Fatalf("task ended %s", got.Status)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 2 {
+		t.Fatalf("OnChange saw %d states", len(seen))
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i].Before(seen[i-1]) {
+			t.Fatalf("OnChange saw state %d (updated %v) after state %d (updated %v): out of order", i, seen[i], i-1, seen[i-1])
+		}
+	}
+}
