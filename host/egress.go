@@ -55,10 +55,8 @@ func (b *bridge) httpOnCancel(params []byte) ([]byte, error) {
 
 // emptyObject reports whether raw is a JSON object with no members.
 func emptyObject(raw []byte) bool {
-	if raw[0] != '{' {
-		return false
-	}
-	return len(bytes.TrimSpace(raw[1:len(raw)-1])) == 0 && raw[len(raw)-1] == '}'
+	n := len(raw)
+	return n >= 2 && raw[0] == '{' && raw[n-1] == '}' && len(bytes.TrimSpace(raw[1:n-1])) == 0
 }
 
 // onCancelled ends a call's run (ctx, err of the guest): a run that ended because its
