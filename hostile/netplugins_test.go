@@ -169,8 +169,8 @@ func sawEvent(svc *fakejobs.Service, want string) bool {
 }
 
 // TestJobsPlugin: the bundled jobs plugin against the fake job service: a task's
-// progress follows the job and it completes with the job's result; a cancelled task
-// cancels its job; a job the plugin gives up on is cancelled with DELETE.
+// progress follows the job and it completes with the job's result; a job the plugin
+// gives up on is cancelled with DELETE. TestJobsOnCancel covers a cancelled task.
 func TestJobsPlugin(t *testing.T) {
 	svc := fakejobs.New(time.Minute)
 	srv := httptest.NewServer(svc)
