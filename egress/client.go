@@ -86,6 +86,9 @@ type Call struct {
 	Tool string // or what else the guest serves
 	Task string // the task's ID, "" outside a task
 	Seq  int    // 1 for the call's first request, 2 for the next...
+	// OnCancel marks the request the guest registered with "http_on_cancel", made by
+	// the host after the call was cancelled.
+	OnCancel bool
 }
 
 // Request is the guest's "http" params (docs/ABI.md).
@@ -155,6 +158,9 @@ func (c *Client) Do(ctx context.Context, call Call, params []byte) ([]byte, erro
 	if call.Task != "" {
 		attrs = append(attrs, slog.String("task", call.Task))
 	}
+	if call.OnCancel {
+		attrs = append(attrs, slog.Bool("on_cancel", true))
+	}
 	if err != nil {
 		err = fmt.Errorf("plugin %s: %w", c.plugin, err)
 		attrs = append(attrs, slog.String("denied_by", a.deniedBy), slog.String("err", err.Error()))
@@ -170,20 +176,36 @@ type audit struct {
 	deniedBy       string
 }
 
-func (c *Client) do(ctx context.Context, call Call, params []byte, a *audit) ([]byte, error) {
+// Check refuses params that Do would refuse before sending anything: malformed
+// params, a body over the limit, a URL, method or header the policy refuses. It
+// serves "http_on_cancel", whose request is made later, when the call is cancelled.
+func (c *Client) Check(params []byte) error {
+	_, err := c.prepare(params, &audit{})
+	if err != nil {
+		err = fmt.Errorf("plugin %s: %w", c.plugin, err)
+	}
+	return err
+}
+
+// prepared is a request that passed the policy, ready to send.
+type prepared struct {
+	method string
+	body   []byte
+	t      target
+	r      *rule
+	hdr    http.Header
+}
+
+func (c *Client) prepare(params []byte, a *audit) (prepared, error) {
 	req, body, err := DecodeRequest(params)
 	if err != nil {
 		a.deniedBy = "params"
-		return nil, err
+		return prepared{}, err
 	}
 	a.method = req.Method
-	if call.Seq > c.limits.MaxPerCall {
-		a.deniedBy = "max_per_call"
-		return nil, fmt.Errorf("this call made more than %d requests", c.limits.MaxPerCall)
-	}
 	if len(body) > c.limits.MaxRequestBytes {
 		a.deniedBy = "max_request_bytes"
-		return nil, fmt.Errorf("the request body of %d bytes exceeds %d", len(body), c.limits.MaxRequestBytes)
+		return prepared{}, fmt.Errorf("the request body of %d bytes exceeds %d", len(body), c.limits.MaxRequestBytes)
 	}
 	t, r, err := c.check(req.Method, req.URL)
 	if t.scheme != "" {
@@ -194,21 +216,34 @@ func (c *Client) do(ctx context.Context, call Call, params []byte, a *audit) ([]
 		if errors.As(err, &ref) {
 			a.deniedBy = ref.rule
 		}
-		return nil, err
+		return prepared{}, err
 	}
 	hdr := http.Header{}
 	for k, v := range req.Headers {
 		ck := http.CanonicalHeaderKey(k)
 		if forbiddenHeaders[ck] {
 			a.deniedBy = "header"
-			return nil, fmt.Errorf("%s refused: the guest may not set header %s", t.origin(), ck)
+			return prepared{}, fmt.Errorf("%s refused: the guest may not set header %s", t.origin(), ck)
 		}
 		if _, ok := r.headers[ck]; ok {
 			a.deniedBy = r.name()
-			return nil, fmt.Errorf("%s refused: header %s is set by the operator (%s), not the guest", t.origin(), ck, r.name())
+			return prepared{}, fmt.Errorf("%s refused: header %s is set by the operator (%s), not the guest", t.origin(), ck, r.name())
 		}
 		hdr.Set(ck, v)
 	}
+	return prepared{method: req.Method, body: body, t: t, r: r, hdr: hdr}, nil
+}
+
+func (c *Client) do(ctx context.Context, call Call, params []byte, a *audit) ([]byte, error) {
+	if call.Seq > c.limits.MaxPerCall {
+		a.deniedBy = "max_per_call"
+		return nil, fmt.Errorf("this call made more than %d requests", c.limits.MaxPerCall)
+	}
+	p, err := c.prepare(params, a)
+	if err != nil {
+		return nil, err
+	}
+	body, t, r, hdr := p.body, p.t, p.r, p.hdr
 
 	select {
 	case c.slots <- struct{}{}:
@@ -219,7 +254,7 @@ func (c *Client) do(ctx context.Context, call Call, params []byte, a *audit) ([]
 	ctx, cancel := context.WithTimeout(ctx, c.limits.Timeout)
 	defer cancel()
 
-	method, first := req.Method, t
+	method, first := p.method, t
 	for hop := 0; ; hop++ {
 		hreq, err := http.NewRequestWithContext(ctx, method, t.url.String(), bytes.NewReader(body))
 		if err != nil {

@@ -425,3 +425,65 @@ func TestAnyHost(t *testing.T) {
 		})
 	}
 }
+
+// TestCheck: Check ("http_on_cancel" at registration) refuses what Do would refuse,
+// with the same error, and sends nothing; Do with Call.OnCancel marks its audit line.
+func TestCheck(t *testing.T) {
+	var mu sync.Mutex
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits++
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	var log bytes.Buffer
+	c, err := New("p", Policy{Rules: []Rule{{Origins: []string{srv.URL}, AllowAddresses: []string{"127.0.0.1"},
+		Methods: []string{"GET", "DELETE"}, Headers: map[string]string{"X-Api-Key": secret}}},
+		Limits: Limits{MaxRequestBytes: 4}}, &Options{Logger: slog.New(slog.NewTextHandler(lockedWriter{&sync.Mutex{}, &log}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tc := range []struct {
+		name   string
+		params []byte
+		want   string // "" means allowed
+	}{
+		{"allowed", params(t, Request{Method: "DELETE", URL: srv.URL + "/jobs/1"}), ""},
+		{"method", params(t, Request{Method: "POST", URL: srv.URL}), "method POST is not allowed by"},
+		{"origin", params(t, Request{Method: "DELETE", URL: "http://example.com/"}), "refused"},
+		{"injected header", params(t, Request{Method: "DELETE", URL: srv.URL, Headers: map[string]string{"X-Api-Key": "mine"}}), "set by the operator"},
+		{"forbidden header", params(t, Request{Method: "DELETE", URL: srv.URL, Headers: map[string]string{"Host": "x"}}), "may not set header Host"},
+		{"body", params(t, Request{Method: "DELETE", URL: srv.URL, Body: base64.StdEncoding.EncodeToString([]byte("12345"))}), "exceeds 4"},
+		{"params", []byte(`{"url": 1}`), "http params"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.Check(tc.params)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Check(%s) = %v, want nil", tc.params, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "plugin p: ") {
+				t.Fatalf("Check(%s) = %v, want an error with %q", tc.params, err, tc.want)
+			}
+			_, derr := c.Do(context.Background(), Call{Seq: 1}, tc.params)
+			if derr == nil || derr.Error() != err.Error() {
+				t.Errorf("Do(%s) = %v, want the error of Check %q", tc.params, derr, err)
+			}
+		})
+	}
+	mu.Lock()
+	if hits != 0 {
+		t.Errorf("the server got %d requests, want none from Check or a refused Do", hits)
+	}
+	mu.Unlock()
+	if _, err := c.Do(context.Background(), Call{Tool: "t", Seq: 1, OnCancel: true}, params(t, Request{Method: "DELETE", URL: srv.URL})); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "on_cancel=true") || strings.Count(log.String(), "on_cancel") != 1 {
+		t.Errorf("audit log = %q, want on_cancel=true on the OnCancel request only", log.String())
+	}
+}

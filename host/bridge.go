@@ -50,7 +50,8 @@ type bridge struct {
 	task         *tasks.Handle // nil outside a task
 	lastProgress float64
 	sentProgress bool
-	httpRequests int // "http" requests made so far
+	httpRequests int    // "http" requests made so far
+	onCancel     []byte // the "http_on_cancel" request's params, nil if none
 }
 
 // mrtrRun is the multi round-trip state of one synchronous run of a guest.
@@ -207,6 +208,8 @@ func (b *bridge) Request(ctx context.Context, method string, params []byte) ([]b
 		return b.closeStreamRequest(params)
 	case "http":
 		return b.httpRequest(ctx, params)
+	case "http_on_cancel":
+		return b.httpOnCancel(params)
 	}
 	return nil, sandbox.ErrUnsupported
 }

@@ -330,6 +330,7 @@ func (s *Server) toolHandler(t *plugins.Tool) mcp.ToolHandler {
 // runTool runs a tool whose arguments were checked, directly or as a task's work.
 func (s *Server) runTool(ctx context.Context, t *plugins.Tool, args json.RawMessage, b *bridge) (*mcp.CallToolResult, error) {
 	out, err := t.Call(ctx, args, b)
+	b.onCancelled(ctx)
 	if err != nil {
 		return s.failure(ctx, t, err)
 	}

@@ -41,10 +41,11 @@ type netServers struct {
 	apiSaw    []string // the Authorization header the api origin got
 	slowStart chan struct{}
 	slowGone  chan time.Time // when a slow request's connection went away
+	gone      chan string    // the Authorization header of each request to /gone
 }
 
 func newNetServers(t *testing.T) *netServers {
-	s := &netServers{slowStart: make(chan struct{}, 32), slowGone: make(chan time.Time, 32)}
+	s := &netServers{slowStart: make(chan struct{}, 32), slowGone: make(chan time.Time, 32), gone: make(chan string, 32)}
 	s.other = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.otherSaw = append(s.otherSaw, r.Header.Get("Authorization")+"|"+r.Header.Get("Cookie"))
@@ -71,6 +72,8 @@ func newNetServers(t *testing.T) *netServers {
 				s.slowGone <- time.Now()
 			case <-time.After(30 * time.Second):
 			}
+		case "/gone":
+			s.gone <- r.Method + " " + r.Header.Get("Authorization")
 		case "/to-other":
 			http.Redirect(w, r, "http://localhost:"+otherPort+"/landed", http.StatusFound)
 		case "/to-metadata":
@@ -352,4 +355,61 @@ func TestEgressCancel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEgressOnCancelSync: a synchronous call cancelled by its client
+// (notifications/cancelled) makes the request its guest registered with
+// "http_on_cancel", with the operator's header injected, in a worker and in process;
+// a registration the policy refuses fails the call with the rule's message.
+func TestEgressOnCancelSync(t *testing.T) {
+	s := newNetServers(t)
+	c, stderr := netServer(t, s)
+	api := "http://127.0.0.1:" + s.port(s.api)
+	for i, plugin := range []string{"net", "netin"} {
+		t.Run(plugin, func(t *testing.T) {
+			id := 1000 + i
+			jid, _ := jsonrpc.MakeID(float64(id))
+			params, _ := json.Marshal(map[string]any{"name": plugin + "_fetch", "arguments": map[string]any{
+				"requests":  []any{map[string]any{"url": api + "/slow"}},
+				"on_cancel": map[string]any{"method": "DELETE", "url": api + "/gone"}}})
+			if err := c.Conn.Write(context.Background(), &jsonrpc.Request{ID: jid, Method: "tools/call", Params: params}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-s.slowStart:
+			case <-time.After(generous):
+				t.Fatal("the guest's slow request never arrived")
+			}
+			select {
+			case got := <-s.gone:
+				t.Fatalf("%s arrived before the call was cancelled", got)
+			default:
+			}
+			start := time.Now()
+			cancelled, _ := json.Marshal(map[string]any{"requestId": id})
+			if err := c.Conn.Write(context.Background(), &jsonrpc.Request{Method: "notifications/cancelled", Params: cancelled}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case got := <-s.gone:
+				if got != "DELETE Bearer "+netSecret {
+					t.Errorf("on-cancel request = %q, want DELETE with the operator's Authorization", got)
+				}
+				t.Logf("%s: DELETE /gone arrived %v after notifications/cancelled", plugin, time.Since(start).Round(time.Millisecond))
+			case <-time.After(generous):
+				t.Fatalf("no on-cancel request within %v of notifications/cancelled", generous)
+			}
+			if !eventually(func() bool { return strings.Contains(stderr.String(), "on_cancel=true") }) {
+				t.Errorf("no audit line with on_cancel=true in the log")
+			}
+		})
+	}
+
+	t.Run("refused", func(t *testing.T) {
+		text, isError := toolText(t, c, "net_fetch", map[string]any{"requests": []any{},
+			"on_cancel": map[string]any{"method": "DELETE", "url": "http://10.0.0.5/jobs/1"}})
+		if !isError || !strings.Contains(text, "on_cancel: plugin net: http://10.0.0.5 refused: private address (10.0.0.0/8)") {
+			t.Errorf("fetch with a refused on_cancel = %q (isError %v), want the rule's message", text, isError)
+		}
+	})
 }

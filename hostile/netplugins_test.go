@@ -28,6 +28,16 @@ import (
 // worker, granted origin on loopback, with the plugin keys extra. onRequest answers elicitations (nil: none).
 func bundledNet(t *testing.T, name, origin, extra string, onRequest func(*jsonrpc.Request) (any, error)) (*mcptest.Client, *testenv.SyncBuffer) {
 	t.Helper()
+	return bundledNetRule(t, name, origin, extra, "", onRequest)
+}
+
+// bundledNetRule is bundledNet with more keys in the plugin's [[plugins.net]] rule
+// (rule), and extra may set the plugin's timeout (default 20s).
+func bundledNetRule(t *testing.T, name, origin, extra, rule string, onRequest func(*jsonrpc.Request) (any, error)) (*mcptest.Client, *testenv.SyncBuffer) {
+	t.Helper()
+	if !strings.Contains(extra, "timeout =") {
+		extra = "timeout = \"20s\"\n" + extra
+	}
 	wasm := testenv.Path("plugins/" + name + "/" + name + ".wasm")
 	b, err := os.ReadFile(wasm)
 	if err != nil {
@@ -44,13 +54,13 @@ poll_interval = "10ms"
 name = %q
 path = %q
 sha256 = %q
-timeout = "20s"
 %s
 
 [[plugins.net]]
 origins = [%q]
 allow_addresses = ["127.0.0.1/32"]
-`, testenv.CacheDir(), name, wasm, digest(b), extra, origin)
+%s
+`, testenv.CacheDir(), name, wasm, digest(b), extra, origin, rule)
 	path := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -159,8 +169,8 @@ func sawEvent(svc *fakejobs.Service, want string) bool {
 }
 
 // TestJobsPlugin: the bundled jobs plugin against the fake job service: a task's
-// progress follows the job and it completes with the job's result; a cancelled task
-// cancels its job; a job the plugin gives up on is cancelled with DELETE.
+// progress follows the job and it completes with the job's result; a job the plugin
+// gives up on is cancelled with DELETE. TestJobsOnCancel covers a cancelled task.
 func TestJobsPlugin(t *testing.T) {
 	svc := fakejobs.New(time.Minute)
 	srv := httptest.NewServer(svc)
@@ -213,36 +223,6 @@ func TestJobsPlugin(t *testing.T) {
 		}
 	})
 
-	t.Run("tasks/cancel cancels the job", func(t *testing.T) {
-		id := nextJob(svc)
-		task := c.CreateTask("jobs_run_job", map[string]any{"kind": "echo", "input": "long"}, map[string]any{}, nil)
-		if !eventually(func() bool { return sawEvent(svc, "GET /jobs/"+id) }) {
-			t.Fatalf("the job was never polled: %q", svc.Events())
-		}
-		start := time.Now()
-		c.MustCall("tasks/cancel", map[string]any{"taskId": task.TaskID}, nil)
-		if got := c.Get(task.TaskID); got.Status != "cancelled" {
-			t.Errorf("task = %s, want cancelled", got)
-		}
-		// The host tears the instance down at once (docs/ABI.md), so the guest never
-		// runs again: the job's lease (6 s without a poll) cancels it.
-		deadline := time.Now().Add(6*time.Second + generous)
-		for {
-			j, _ := svc.Lookup(id)
-			if j.Status == "cancelled" {
-				t.Logf("job %s cancelled %v after tasks/cancel: %s", id, time.Since(start).Round(time.Millisecond), j.Message)
-				break
-			}
-			if j.Status != "running" || time.Now().After(deadline) {
-				t.Fatalf("job %s = %+v after tasks/cancel, want cancelled", id, j)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if !sawEvent(svc, "lease expired /jobs/"+id) {
-			t.Errorf("the service saw %q, want the lease of %s expired", svc.Events(), id)
-		}
-	})
-
 	t.Run("giving up sends DELETE", func(t *testing.T) {
 		task := c.CreateTask("jobs_run_job", map[string]any{"kind": "echo", "input": "long", "wait_s": 1}, map[string]any{}, nil)
 		got := finalStatus(t, c, task.TaskID, generous)
@@ -255,6 +235,86 @@ func TestJobsPlugin(t *testing.T) {
 		}
 		if j, _ := svc.Lookup(id); j.Status != "cancelled" || j.Message != "cancelled by the client" {
 			t.Errorf("job %s = %+v, want cancelled by the client", id, j)
+		}
+	})
+}
+
+// TestJobsOnCancel: run_job registers DELETE on its job with the host
+// ("http_on_cancel"), which the host sends itself when the task is cancelled, in a
+// worker and trusted in process, well before the job's 6 s lease would end it. A
+// task that completes, or ends at its time limit, sends nothing; a registration the
+// policy refuses fails with the rule's message.
+func TestJobsOnCancel(t *testing.T) {
+	for _, mode := range []struct{ name, extra string }{{"worker", ""}, {"trusted", "trusted = true"}} {
+		t.Run(mode.name, func(t *testing.T) {
+			svc := fakejobs.New(time.Minute)
+			srv := httptest.NewServer(svc)
+			t.Cleanup(srv.Close)
+			env := fmt.Sprintf("env = { JOBS_URL = %q }\n", srv.URL)
+			c, _ := bundledNet(t, "jobs", srv.URL, env+mode.extra, nil)
+
+			t.Run("tasks/cancel sends DELETE", func(t *testing.T) {
+				id := nextJob(svc)
+				task := c.CreateTask("jobs_run_job", map[string]any{"kind": "echo", "input": "long"}, map[string]any{}, nil)
+				if !eventually(func() bool { return sawEvent(svc, "GET /jobs/"+id) }) {
+					t.Fatalf("the job was never polled: %q", svc.Events())
+				}
+				start := time.Now()
+				c.MustCall("tasks/cancel", map[string]any{"taskId": task.TaskID}, nil)
+				if got := c.Get(task.TaskID); got.Status != "cancelled" {
+					t.Errorf("task = %s, want cancelled", got)
+				}
+				// Not the lease (6 s without a poll): the host's DELETE.
+				if !eventuallyWithin(3*time.Second, func() bool { return sawEvent(svc, "DELETE /jobs/"+id) }) {
+					t.Fatalf("the service saw %q within 3 s of tasks/cancel, want DELETE /jobs/%s", svc.Events(), id)
+				}
+				t.Logf("DELETE /jobs/%s arrived %v after tasks/cancel", id, time.Since(start).Round(time.Millisecond))
+				if j, _ := svc.Lookup(id); j.Status != "cancelled" || j.Message != "cancelled by the client" {
+					t.Errorf("job %s = %+v, want cancelled by the client", id, j)
+				}
+			})
+
+			t.Run("a completed task sends no DELETE", func(t *testing.T) {
+				task := c.CreateTask("jobs_run_job", map[string]any{"kind": "upper", "input": "x", "duration_ms": 200}, map[string]any{}, nil)
+				if got := finalStatus(t, c, task.TaskID, generous+10*time.Second); got != "completed: " {
+					t.Fatalf("task = %q, want completed", got)
+				}
+				time.Sleep(300 * time.Millisecond)
+				if id := latestJob(svc); sawEvent(svc, "DELETE /jobs/"+id) {
+					t.Errorf("the service saw %q, want no DELETE of the completed job %s", svc.Events(), id)
+				}
+			})
+		})
+	}
+
+	t.Run("a time-limit end sends no DELETE", func(t *testing.T) {
+		svc := fakejobs.New(time.Minute)
+		srv := httptest.NewServer(svc)
+		t.Cleanup(srv.Close)
+		c, _ := bundledNet(t, "jobs", srv.URL, fmt.Sprintf("env = { JOBS_URL = %q }\ntimeout = \"2s\"", srv.URL), nil)
+		task := c.CreateTask("jobs_run_job", map[string]any{"kind": "echo", "input": "long"}, map[string]any{}, nil)
+		got := finalStatus(t, c, task.TaskID, generous+10*time.Second)
+		if !strings.Contains(got, "time limit") {
+			t.Fatalf("task = %q, want failed at its time limit", got)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if id := latestJob(svc); sawEvent(svc, "DELETE /jobs/"+id) {
+			t.Errorf("the service saw %q, want no DELETE after the time limit", svc.Events())
+		}
+	})
+
+	t.Run("a refused registration fails with the rule's message", func(t *testing.T) {
+		svc := fakejobs.New(time.Minute)
+		srv := httptest.NewServer(svc)
+		t.Cleanup(srv.Close)
+		c, stderr := bundledNetRule(t, "jobs", srv.URL, fmt.Sprintf("env = { JOBS_URL = %q }", srv.URL), `methods = ["GET", "POST"]`, nil)
+		task := c.CreateTask("jobs_run_job", map[string]any{"kind": "upper", "input": "x", "duration_ms": 200}, map[string]any{}, nil)
+		if got := finalStatus(t, c, task.TaskID, generous+10*time.Second); got != "completed: " {
+			t.Fatalf("task = %q, want completed", got)
+		}
+		want := "register the cancellation of job " + latestJob(svc) + ": plugin jobs: " + srv.URL + " refused: method DELETE is not allowed by"
+		if !eventually(func() bool { return strings.Contains(stderr.String(), want) }) {
+			t.Errorf("the server log has no %q:\n%s", want, stderr.String())
 		}
 	})
 }

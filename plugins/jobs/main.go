@@ -4,10 +4,12 @@
 //
 //   - run_job, always an MCP Task, submits a job, reports the job's percent done as
 //     the task's progress, and completes with the job's result, or fails with its
-//     failure. It holds a lease on the job: the service cancels a job nobody polls
-//     for leaseMS, so a cancelled task (whose instance the host tears down at once:
-//     docs/ABI.md) does not leave its job running. When it gives up waiting itself
-//     (wait_s), it cancels the job with DELETE.
+//     failure. Right after submitting it registers DELETE on the job with the host
+//     ("http_on_cancel"), which the host sends itself if the task is cancelled
+//     (the guest's instance is torn down at once: docs/ABI.md). It also holds a
+//     lease on the job, the backstop for a server that dies: the service cancels a
+//     job nobody polls for leaseMS. When it gives up waiting itself (wait_s), it
+//     cancels the job with DELETE.
 //   - deploy shows the change it would submit and asks the user to approve it
 //     (elicitation; input_required in a task); only an approval sends anything.
 //
@@ -127,6 +129,11 @@ func runJob(c *guest.Call, in runArgs) (*guest.Result, error) {
 	}
 	jobURL := base.String() + "/jobs/" + url.PathEscape(j.ID)
 	c.Log(guest.LevelInfo, "submitted job %s", j.ID)
+	// If the task is cancelled the host sends this DELETE itself; the lease stays as
+	// the backstop for a server that dies.
+	if err := nethttp.OnCancel(&nethttp.FetchRequest{Method: "DELETE", URL: jobURL, Headers: map[string]string{"Accept": "application/json"}}); err != nil {
+		c.Log(guest.LevelWarning, "register the cancellation of job %s: %v", j.ID, err)
+	}
 	deadline := time.Now().Add(wait)
 	every := firstPoll
 	for polls := 0; j.Status == "running"; polls++ {

@@ -1553,6 +1553,23 @@ MCPWH_API long mcpwh_base64_decode(const char *s, size_t n, unsigned char *out)
  *       ... mcpwh_base64_decode(body64, len, out) ...
  *   }
  */
+/* mcpwh_http_params_ writes the params of "http" and "http_on_cancel" into b. */
+MCPWH_API void mcpwh_http_params_(mcpwh_buf *b, const char *method, const char *url, const char *headers_json,
+                                  const void *body, size_t body_len)
+{
+    mcpwh_buf_puts(b, "{\"method\":");
+    mcpwh_buf_json_cstr(b, method ? method : "GET");
+    mcpwh_buf_puts(b, ",\"url\":");
+    mcpwh_buf_json_cstr(b, url);
+    if (headers_json) {
+        mcpwh_buf_puts(b, ",\"headers\":");
+        mcpwh_buf_puts(b, headers_json);
+    }
+    mcpwh_buf_puts(b, ",\"body\":\"");
+    mcpwh_buf_base64(b, body, body_len);
+    mcpwh_buf_puts(b, "\"}");
+}
+
 MCPWH_API int32_t mcpwh_http(const char *method, const char *url, const char *headers_json,
                              const void *body, size_t body_len, char **reply, size_t *reply_len)
 {
@@ -1561,23 +1578,49 @@ MCPWH_API int32_t mcpwh_http(const char *method, const char *url, const char *he
     *reply = NULL;
     if (reply_len)
         *reply_len = 0;
-    mcpwh_buf_puts(&b, "{\"method\":");
-    mcpwh_buf_json_cstr(&b, method ? method : "GET");
-    mcpwh_buf_puts(&b, ",\"url\":");
-    mcpwh_buf_json_cstr(&b, url);
-    if (headers_json) {
-        mcpwh_buf_puts(&b, ",\"headers\":");
-        mcpwh_buf_puts(&b, headers_json);
-    }
-    mcpwh_buf_puts(&b, ",\"body\":\"");
-    mcpwh_buf_base64(&b, body, body_len);
-    mcpwh_buf_puts(&b, "\"}");
+    mcpwh_http_params_(&b, method, url, headers_json, body, body_len);
     if (b.failed) {
         mcpwh_buf_free(&b);
         return MCPWH_NO_MEMORY;
     }
     r = mcpwh_request("http", b.data, b.len, reply, reply_len);
     mcpwh_buf_free(&b);
+    return r;
+}
+
+/**
+ * Registers a request for the host to make itself if this call is cancelled
+ * (ABI request "http_on_cancel"): the guest's instance is torn down then and never
+ * runs again, so this is how it cancels remote work it started, e.g. DELETE on a
+ * job. The arguments are those of mcpwh_http; `url` NULL clears the registration.
+ * The host checks the request against the policy at once; one request per call,
+ * registering again replaces it; a call that ends any other way drops it unsent.
+ *
+ * Returns MCPWH_OK; MCPWH_FAILED with *reply (malloc'd, may be NULL if reply is
+ * NULL) {"error": string} naming the rule that refused it; MCPWH_NO_MEMORY; or
+ * another host status (MCPWH_UNSUPPORTED from an older host).
+ */
+MCPWH_API int32_t mcpwh_http_on_cancel(const char *method, const char *url, const char *headers_json,
+                                       const void *body, size_t body_len, char **reply, size_t *reply_len)
+{
+    mcpwh_buf b = MCPWH_BUF_INIT;
+    char *ignored = NULL;
+    int32_t r;
+    if (reply)
+        *reply = NULL;
+    if (reply_len)
+        *reply_len = 0;
+    if (url)
+        mcpwh_http_params_(&b, method, url, headers_json, body, body_len);
+    else
+        mcpwh_buf_puts(&b, "null");
+    if (b.failed) {
+        mcpwh_buf_free(&b);
+        return MCPWH_NO_MEMORY;
+    }
+    r = mcpwh_request("http_on_cancel", b.data, b.len, reply ? reply : &ignored, reply ? reply_len : NULL);
+    mcpwh_buf_free(&b);
+    free(ignored);
     return r;
 }
 

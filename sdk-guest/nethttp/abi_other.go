@@ -3,4 +3,4 @@
 package nethttp
 
 // request has no host outside WebAssembly.
-func request([]byte) ([]byte, error) { return nil, ErrUnsupported }
+func request(string, []byte) ([]byte, error) { return nil, ErrUnsupported }

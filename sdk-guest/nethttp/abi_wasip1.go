@@ -24,8 +24,8 @@ const (
 	statusFailed      = -6
 )
 
-func request(params []byte) ([]byte, error) {
-	method := []byte("http")
+func request(name string, params []byte) ([]byte, error) {
+	method := []byte(name)
 	n := hostRequest(unsafe.Pointer(&method[0]), uint32(len(method)), unsafe.Pointer(&params[0]), uint32(len(params)))
 	switch {
 	case n == statusUnsupported:
@@ -37,7 +37,7 @@ func request(params []byte) ([]byte, error) {
 		_ = json.Unmarshal(readReply(4096), &e)
 		return nil, errors.New(e.Error)
 	case n < 0:
-		return nil, fmt.Errorf("host request http failed with status %d", n)
+		return nil, fmt.Errorf("host request %s failed with status %d", name, n)
 	}
 	return readReply(int(n)), nil
 }

@@ -36,7 +36,7 @@ func Fetch(req FetchRequest) (*FetchResponse, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode http request: %w", err)
 	}
-	reply, err := request(b)
+	reply, err := request("http", b)
 	if err != nil {
 		return nil, err
 	}
@@ -45,4 +45,23 @@ func Fetch(req FetchRequest) (*FetchResponse, error) {
 		return nil, fmt.Errorf("decode http reply: %w", err)
 	}
 	return &r, nil
+}
+
+// OnCancel registers req for the host to make itself if this call is cancelled
+// (tasks/cancel, the client of a synchronous call going away): the guest gets no
+// chance to run then, so this is how it cancels remote work it started, such as
+// DELETE on a job. The policy checks req at once and refuses it with the same error
+// as Fetch. One request per call: registering again replaces it, and nil clears it.
+// If the call ends any other way (a result, an error, its time limit) the host
+// drops it unsent. ABI request "http_on_cancel" (docs/ABI.md).
+func OnCancel(req *FetchRequest) error {
+	b := []byte("null")
+	if req != nil {
+		var err error
+		if b, err = json.Marshal(req); err != nil {
+			return fmt.Errorf("encode http_on_cancel request: %w", err)
+		}
+	}
+	_, err := request("http_on_cancel", b)
+	return err
 }

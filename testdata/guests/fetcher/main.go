@@ -25,6 +25,8 @@ type fetchArgs struct {
 	Requests []request `json:"requests"`
 	// NetHTTP sends them with net/http over nethttp.Transport instead of nethttp.Fetch.
 	NetHTTP bool `json:"nethttp,omitempty"`
+	// OnCancel, registered first, is the request the host makes if the call is cancelled.
+	OnCancel *request `json:"on_cancel,omitempty"`
 }
 
 type outcome struct {
@@ -38,6 +40,12 @@ func init() {
 	guest.Add(guest.Tool{Name: "fetch", Description: "Makes the requests described and echoes what it sees.",
 		TaskSupport: guest.TaskOptional},
 		func(c *guest.Call, in fetchArgs) (*guest.Result, error) {
+			if in.OnCancel != nil {
+				r := in.OnCancel
+				if err := nethttp.OnCancel(&nethttp.FetchRequest{Method: r.Method, URL: r.URL, Headers: r.Headers, Body: []byte(r.Body)}); err != nil {
+					return guest.Errorf("on_cancel: %v", err), nil
+				}
+			}
 			out := make([]outcome, len(in.Requests))
 			client := &http.Client{Transport: nethttp.Transport(c)}
 			for i, r := range in.Requests {
