@@ -2,7 +2,9 @@ package host
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 )
@@ -75,8 +77,12 @@ func (q *statusQueue) drain(send func(tasks.Task)) {
 	}
 }
 
-// close stops run after it has written what was queued, and waits for it. It may be
-// called more than once.
+// closeWait bounds how long close waits for the sender: a client that stopped reading
+// its stream can hold a write, and must not hold the server's shutdown.
+const closeWait = 5 * time.Second
+
+// close stops run after it has written what was queued, and waits for it, at most
+// until ctx ends or closeWait has passed. It may be called more than once.
 func (q *statusQueue) close(ctx context.Context) error {
 	q.stopped.Do(func() { close(q.stop) })
 	select {
@@ -84,5 +90,7 @@ func (q *statusQueue) close(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-time.After(closeWait):
+		return errors.New("task status notifications: the sender is still writing to a client that does not read")
 	}
 }
