@@ -41,9 +41,7 @@ func BenchmarkLinearMemoryRSS(b *testing.B) {
 			defer m.Close(ctx)
 			idle := procKiB(b, m.PID(), "VmRSS")
 			for b.Loop() {
-				h := &barrier{all: make(chan struct{})}
-				h.wg.Add(n)
-				go func() { h.wg.Wait(); close(h.all) }()
+				h := testenv.NewBarrier(n)
 				var calls sync.WaitGroup
 				for range n {
 					calls.Go(func() {
@@ -60,24 +58,6 @@ func BenchmarkLinearMemoryRSS(b *testing.B) {
 			b.ReportMetric(float64(peak-idle)/1024/float64(n*memoryMiB), "peak/limit")
 		})
 	}
-}
-
-// barrier is a sandbox.Host whose requests all wait until every call has asked: then
-// every instance is at its limit at the same time.
-type barrier struct {
-	wg  sync.WaitGroup
-	all chan struct{}
-}
-
-func (*barrier) Log(context.Context, sandbox.Level, string)         {}
-func (*barrier) Progress(context.Context, float64, float64, string) {}
-func (h *barrier) Request(ctx context.Context, _ string, _ []byte) ([]byte, error) {
-	h.wg.Done()
-	select {
-	case <-h.all:
-	case <-ctx.Done():
-	}
-	return nil, sandbox.ErrUnavailable
 }
 
 func procKiB(b *testing.B, pid int, field string) int64 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 )
 
@@ -69,9 +70,7 @@ func TestReleaseAfterBurst(t *testing.T) {
 	}
 	defer m.Close(ctx)
 	const calls = 16
-	h := &barrier{all: make(chan struct{})}
-	h.wg.Add(calls)
-	go func() { h.wg.Wait(); close(h.all) }()
+	h := testenv.NewBarrier(calls)
 	var wg sync.WaitGroup
 	for range calls {
 		wg.Go(func() {
@@ -87,22 +86,4 @@ func TestReleaseAfterBurst(t *testing.T) {
 	if n := e.Releases(); n != 1 {
 		t.Fatalf("Releases() = %d after the burst, want 1", n)
 	}
-}
-
-// barrier is a Host whose requests all wait until every call has asked: then all the
-// instances are live at once.
-type barrier struct {
-	wg  sync.WaitGroup
-	all chan struct{}
-}
-
-func (*barrier) Log(context.Context, sandbox.Level, string)         {}
-func (*barrier) Progress(context.Context, float64, float64, string) {}
-func (h *barrier) Request(ctx context.Context, _ string, _ []byte) ([]byte, error) {
-	h.wg.Done()
-	select {
-	case <-h.all:
-	case <-ctx.Done():
-	}
-	return nil, sandbox.ErrUnavailable
 }
