@@ -36,7 +36,7 @@ func TestTrickledBodies(t *testing.T) {
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := serveHTTP(t, path)
+	addr, _ := serveHTTP(t, path)
 
 	const clients = 20
 	type cut struct {
@@ -77,8 +77,9 @@ func TestTrickledBodies(t *testing.T) {
 	t.Logf("%d trickled bodies cut; the last after %v (body_read_timeout %v)", clients, slowest, bodyTimeout)
 }
 
-// serveHTTP starts the binary serving Streamable HTTP and returns its host:port.
-func serveHTTP(t *testing.T, config string) string {
+// serveHTTP starts the binary serving Streamable HTTP and returns its host:port and
+// what it logs.
+func serveHTTP(t *testing.T, config string) (string, *testenv.SyncBuffer) {
 	t.Helper()
 	cmd := exec.Command(binary, "--config", config, "--http", "127.0.0.1:0")
 	stderr, err := cmd.StderrPipe()
@@ -91,9 +92,11 @@ func serveHTTP(t *testing.T, config string) string {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	urlRE := regexp.MustCompile(`url=http://(\S+)/mcp`)
 	found := make(chan string, 1)
+	log := &testenv.SyncBuffer{}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			fmt.Fprintln(log, sc.Text())
 			if m := urlRE.FindStringSubmatch(sc.Text()); m != nil {
 				found <- m[1]
 			}
@@ -101,9 +104,9 @@ func serveHTTP(t *testing.T, config string) string {
 	}()
 	select {
 	case addr := <-found:
-		return addr
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server did not report its URL")
+		return addr, log
+	case <-time.After(time.Minute):
+		t.Fatalf("the server did not report its URL; its log:\n%s", log)
 	}
-	return ""
+	return "", nil
 }

@@ -1,13 +1,10 @@
 package hostile_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -34,38 +31,13 @@ func TestHungCallBlastRadius(t *testing.T) {
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary, "--config", path, "--http", "127.0.0.1:0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	found := make(chan string, 1)
-	log := &testenv.SyncBuffer{}
-	go func() {
-		urlRE := regexp.MustCompile(`url=(http://\S+/mcp)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			fmt.Fprintln(log, sc.Text())
-			if m := urlRE.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
+	addr, log := serveHTTP(t, path)
+	url := "http://" + addr + "/mcp"
 	defer func() {
 		if t.Failed() {
 			t.Logf("server log:\n%s", log.String())
 		}
 	}()
-	var url string
-	select {
-	case url = <-found:
-	case <-time.After(time.Minute):
-		t.Fatal("the server did not report its URL")
-	}
 
 	// Twelve clients each start a task whose guest waits for the person's answer.
 	release := make(chan struct{})
