@@ -56,10 +56,11 @@ type slot struct {
 	m    *Module
 	load atomic.Int64 // calls running in this slot's worker now
 
-	mu  sync.Mutex
-	cur *process      // nil while the worker starts or restarts
-	up  chan struct{} // closed when cur is set; replaced when cur dies
-	err error         // why the last start failed, until a start succeeds
+	mu      sync.Mutex
+	cur     *process      // nil while the worker starts or restarts
+	up      chan struct{} // closed when cur is set; replaced when cur dies
+	err     error         // why the last start failed, until a start succeeds
+	started bool          // a worker has run in this slot (false while the first one starts)
 }
 
 // alive reports whether the slot's worker runs now.
@@ -67,6 +68,15 @@ func (s *slot) alive() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cur != nil && !isClosed(s.cur.dead)
+}
+
+// first reports whether the slot's first worker is still starting: the calls keyed to
+// the slot wait for it rather than join another slot's worker, or every client would
+// share the first worker (and its fate) until the others were up.
+func (s *slot) first() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.started && s.err == nil
 }
 
 func isClosed(c <-chan struct{}) bool {
@@ -124,7 +134,7 @@ func (s *slot) set(ctx context.Context, p *process) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	s.cur, s.err = p, nil
+	s.cur, s.err, s.started = p, nil, true
 	close(s.up)
 	return true
 }
@@ -196,15 +206,15 @@ func restartDelay(n int) time.Duration {
 }
 
 // pick chooses the slot for a call: the one its affinity key hashes to while that
-// slot's worker runs, otherwise the least loaded slot whose worker runs, otherwise the
-// least loaded slot.
+// slot's worker runs or its first worker starts, otherwise the least loaded slot whose
+// worker runs, otherwise the least loaded slot.
 func (m *Module) pick(h sandbox.Host) *slot {
 	if len(m.slots) == 1 {
 		return m.slots[0]
 	}
 	if a, ok := h.(Affinity); ok {
 		if key := a.Affinity(); key != "" {
-			if s := m.slots[slotOf(key, len(m.slots))]; s.alive() {
+			if s := m.slots[slotOf(key, len(m.slots))]; s.alive() || s.first() {
 				return s
 			}
 		}

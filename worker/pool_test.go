@@ -59,11 +59,26 @@ func allRunning(m *worker.Module) func() bool {
 // A call that does not stop gets its worker killed, and with it only the calls in that
 // worker: the calls of other clients, in the plugin's other worker, complete.
 func TestHungCallKillsOnlyItsWorker(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		waitWorkers bool // the calls start once both workers run, or right after Load
+	}{
+		{"workers_running", true},
+		// The second worker still starts in the background: the calls keyed to it must
+		// wait for it, not join the first worker (and die with it).
+		{"calls_right_after_load", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testHungCallKillsOnlyItsWorker(t, tc.waitWorkers) })
+	}
+}
+
+func testHungCallKillsOnlyItsWorker(t *testing.T, waitWorkers bool) {
 	ctx := context.Background()
 	m := loadSpec(t, worker.Options{}, worker.Spec{Name: "test", Wasm: wasm(t, "testdata/wasm/hangunanswered.wasm"),
 		Processes: 2}) // the default time limit: only cancellation ends the hung call
-	waitFor(t, "both workers run", allRunning(m))
-	before := m.PIDs()
+	if waitWorkers {
+		waitFor(t, "both workers run", allRunning(m))
+	}
 
 	// Eight clients each start a call that waits for its answer.
 	release := make(chan struct{})
@@ -92,6 +107,7 @@ func TestHungCallKillsOnlyItsWorker(t *testing.T) {
 	for range 8 {
 		<-asked
 	}
+	before := m.PIDs()
 	// Client 0 makes a call that does not stop when cancelled: its worker is killed.
 	hung := &client{key: "session:0", answer: func(context.Context) ([]byte, error) { return nil, sandbox.ErrUnavailable }}
 	hctx, cancel := context.WithCancel(ctx)

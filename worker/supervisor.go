@@ -193,7 +193,7 @@ func (s *Supervisor) Load(ctx context.Context, spec Spec) (*Module, error) {
 		var p *process
 		if i == 0 {
 			p = first
-			sl.cur = first
+			sl.cur, sl.started = first, true
 			close(sl.up)
 		}
 		m.slots = append(m.slots, sl)
