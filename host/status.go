@@ -25,10 +25,15 @@ type statusQueue struct {
 	stop    chan struct{}
 	stopped sync.Once
 	done    chan struct{}
+
+	// pushed counts the states queued, sent those written (or dropped); progress is
+	// closed and replaced whenever sent grows (flushed waits on it).
+	pushed, sent uint64
+	progress     chan struct{}
 }
 
 func newStatusQueue() *statusQueue {
-	return &statusQueue{wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	return &statusQueue{wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), progress: make(chan struct{})}
 }
 
 // push queues t without blocking; it reports false when the oldest state queued was
@@ -38,8 +43,10 @@ func (q *statusQueue) push(t tasks.Task) bool {
 	kept := len(q.pending) < maxQueuedStatuses
 	if !kept {
 		q.pending = q.pending[1:]
+		q.advance(1)
 	}
 	q.pending = append(q.pending, t)
+	q.pushed++
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -73,6 +80,44 @@ func (q *statusQueue) drain(send func(tasks.Task)) {
 		}
 		for _, t := range batch {
 			send(t)
+			q.mu.Lock()
+			q.advance(1)
+			q.mu.Unlock()
+		}
+	}
+}
+
+// advance counts n states as sent; q.mu is held.
+func (q *statusQueue) advance(n uint64) {
+	q.sent += n
+	close(q.progress)
+	q.progress = make(chan struct{})
+}
+
+// flushed waits until every state queued so far has been written, at most limit or
+// until ctx ends: tasks/result sends its task's last status notification before the
+// result, and a client that does not read its stream holds it no longer than limit.
+func (q *statusQueue) flushed(ctx context.Context, limit time.Duration) {
+	q.mu.Lock()
+	target := q.pushed
+	q.mu.Unlock()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		q.mu.Lock()
+		sent, progress := q.sent, q.progress
+		q.mu.Unlock()
+		if sent >= target {
+			return
+		}
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		case <-q.done:
+			return
 		}
 	}
 }

@@ -21,6 +21,10 @@ import (
 // tasks/cancel answer for it; tasks/update is the extension's (-32021).
 type wire2025 struct{}
 
+// statusFlushWait bounds how long tasks/result waits for the task's last status
+// notification to be written before it answers.
+const statusFlushWait = time.Second
+
 // relatedTaskKey is the _meta key that ties a message to its task (MCP 2025-11-25).
 const relatedTaskKey = "io.modelcontextprotocol/related-task"
 
@@ -119,6 +123,8 @@ func (wire2025) result(ctx context.Context, s *Server, ss *mcp.ServerSession, c 
 			if err != nil {
 				return nil, err
 			}
+			// The task's last notifications/tasks/status goes out before its result.
+			s.statuses.flushed(ctx, statusFlushWait)
 			return r, nil
 		}
 		// On stdio the first delivery already went down the same pipe.
