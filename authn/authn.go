@@ -96,6 +96,7 @@ type Authenticator struct {
 	apiKeys  []apiKey
 	grants   []Grant
 	limit    *limiter // nil: no limit
+	rate     float64  // Options.RateLimit
 	now      func() time.Time
 }
 
@@ -114,7 +115,7 @@ func New(opts Options) (*Authenticator, error) {
 	}
 	a := &Authenticator{mode: opts.Mode, resource: opts.Resource, issuer: opts.Issuer, skew: opts.ClockSkew,
 		required: opts.RequiredScopes, grants: opts.Grants, now: time.Now,
-		limit: newLimiter(opts.RateLimit, opts.RateBurst)}
+		limit: newLimiter(opts.RateLimit, opts.RateBurst), rate: opts.RateLimit}
 	if a.skew == 0 {
 		a.skew = DefaultClockSkew
 	}

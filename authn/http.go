@@ -2,18 +2,25 @@ package authn
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
+
+// CodeQuota is the JSON-RPC error code of a quota refusal (a server error, as the
+// host's other quota refusals).
+const CodeQuota = -32000
 
 // WellKnownPath is where RFC 9728 protected resource metadata is served; the
 // resource's path is appended for its path form (RFC 9728 section 3.1).
@@ -81,8 +88,7 @@ func (a *Authenticator) Wrap(next http.Handler) http.Handler {
 		}
 		if a.limit != nil {
 			if ok, wait := a.limit.allow(ti.UserID, a.now()); !ok {
-				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-				http.Error(w, "rate limit: retry later", http.StatusTooManyRequests)
+				a.refuseRate(w, r, max(1, int(math.Ceil(wait.Seconds()))))
 				return
 			}
 		}
@@ -94,7 +100,9 @@ func (a *Authenticator) Wrap(next http.Handler) http.Handler {
 	if metaURL == "" {
 		return guard
 	}
-	var scopes []string
+	// The scopes a client should ask for: those every token needs, then those
+	// that grant tools.
+	scopes := slices.Clone(a.required)
 	for _, g := range a.grants {
 		if g.Scope != "" && !slices.Contains(scopes, g.Scope) {
 			scopes = append(scopes, g.Scope)
@@ -130,4 +138,59 @@ func bearer(r *http.Request) (string, bool) {
 		return "", false
 	}
 	return token, true
+}
+
+// maxIDScan bounds how much of a rate-limited request's body is read to find its
+// JSON-RPC id.
+const maxIDScan = 1 << 20
+
+// idScanTime bounds reading a rate-limited request's body.
+const idScanTime = time.Second
+
+// refuseRate answers a request over its identity's rate limit: HTTP 429 with
+// Retry-After, and the JSON-RPC error every quota refusal has (-32000, data quota,
+// limit and retryAfter) for the request's id (null if the body holds none).
+func (a *Authenticator) refuseRate(w http.ResponseWriter, r *http.Request, retryAfter int) {
+	var msg struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if r.Body != nil {
+		// A client over its rate gets no longer than idScanTime to send the body:
+		// it must not hold the connection by trickling it.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(idScanTime)) // unsupported: the size bound still holds
+		if body, err := io.ReadAll(io.LimitReader(r.Body, maxIDScan)); err == nil {
+			_ = json.Unmarshal(body, &msg) // no id: null
+		}
+	}
+	id := msg.ID
+	if len(id) == 0 || (id[0] != '"' && id[0] != '-' && (id[0] < '0' || id[0] > '9')) {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(quotaAnswer{JSONRPC: "2.0", ID: id, Error: quotaErr{Code: CodeQuota,
+		Message: fmt.Sprintf("rate limit: more than %g requests per second (rate_limit); retry in %d s", a.rate, retryAfter),
+		Data:    quotaData{Quota: "rate_limit", Limit: a.rate, RetryAfter: retryAfter}}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	w.WriteHeader(http.StatusTooManyRequests)
+	w.Write(b)
+}
+
+// quotaAnswer is a JSON-RPC error response to a request refused by a quota; its
+// shape is the host's (host.QuotaData).
+type quotaAnswer struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   quotaErr        `json:"error"`
+}
+
+type quotaErr struct {
+	Code    int64     `json:"code"`
+	Message string    `json:"message"`
+	Data    quotaData `json:"data"`
+}
+
+type quotaData struct {
+	Quota      string  `json:"quota"`
+	Limit      float64 `json:"limit"`
+	RetryAfter int     `json:"retryAfter"`
 }

@@ -62,6 +62,15 @@ type Auth struct {
 	// RateBurst is how many requests an identity may make at once, 0..100000. 0
 	// means twice rate_limit, at least 1 (authn).
 	RateBurst int `toml:"rate_burst"`
+	// MaxParked caps the tasks of one identity waiting for its input
+	// (input_required), 0..100000; while it has that many, its new tools/call are
+	// refused (-32000, HTTP 429) until it answers or cancels one. 0 means
+	// host.DefaultMaxParked (16). Unfinished tasks per identity are [tasks] max_per_client.
+	MaxParked int `toml:"max_parked"`
+	// MaxToolConcurrency caps the running calls of one tool by one identity
+	// (synchronous calls and task runs), 0..100000; one more is refused
+	// (-32000, HTTP 429). 0 means host.DefaultMaxToolConcurrency (8).
+	MaxToolConcurrency int `toml:"max_tool_concurrency"`
 	// Keys are the [[server.auth.keys]] tables, for "api_keys". At least one.
 	Keys []APIKey `toml:"keys"`
 	// Grants are the [[server.auth.grants]] tables: which tools each scope (or API
@@ -155,6 +164,12 @@ func (a *Auth) finish(dir string, fail func(where, format string, args ...any)) 
 	}
 	if a.RateLimit < 0 || a.RateLimit > 100_000 {
 		fail(where, "rate_limit %g out of range 0..100000", a.RateLimit)
+	}
+	if a.MaxParked < 0 || a.MaxParked > 100_000 {
+		fail(where, "max_parked %d out of range 0..100000", a.MaxParked)
+	}
+	if a.MaxToolConcurrency < 0 || a.MaxToolConcurrency > 100_000 {
+		fail(where, "max_tool_concurrency %d out of range 0..100000", a.MaxToolConcurrency)
 	}
 	if a.RateBurst < 0 || a.RateBurst > 100_000 {
 		fail(where, "rate_burst %d out of range 0..100000", a.RateBurst)

@@ -33,6 +33,8 @@ func TestAuth(t *testing.T) {
 		{"grant to no key", "[server.auth]\nmode = \"api_keys\"\n[[server.auth.keys]]\nname = \"ci\"\nsha256 = \"" + sum + "\"\n[[server.auth.grants]]\nkey = \"cd\"\ntools = [\"*\"]", []string{`key "cd" names no`}},
 		{"grant pattern", oauth + "jwks_url = \"https://as/j\"\n[[server.auth.grants]]\nscope = \"s\"\ntools = [\"a*b\"]", []string{`"*" only at the end`}},
 		{"rate", "[server.auth]\nmode = \"api_keys\"\nrate_limit = -1.0\nrate_burst = 200000\n[[server.auth.keys]]\nname = \"ci\"\nsha256 = \"" + sum + "\"", []string{"rate_limit -1 out of range", "rate_burst 200000 out of range"}},
+		{"quotas", "[server.auth]\nmode = \"api_keys\"\nmax_parked = 1\nmax_tool_concurrency = 100000\n[[server.auth.keys]]\nname = \"ci\"\nsha256 = \"" + sum + "\"", nil},
+		{"bad quotas", "[server.auth]\nmode = \"api_keys\"\nmax_parked = -1\nmax_tool_concurrency = 100001\n[[server.auth.keys]]\nname = \"ci\"\nsha256 = \"" + sum + "\"", []string{"max_parked -1 out of range", "max_tool_concurrency 100001 out of range"}},
 		{"insecure with mode", oauth + "jwks_url = \"https://as/j\"\ninsecure_no_auth = true", []string{"insecure_no_auth needs mode"}},
 	}
 	for _, tt := range tests {
@@ -41,6 +43,40 @@ func TestAuth(t *testing.T) {
 			if tt.fail == nil {
 				if err != nil {
 					t.Errorf("Parse(%q) = %v, want nil", tt.doc, err)
+				}
+				return
+			}
+			for _, f := range tt.fail {
+				if err == nil || !strings.Contains(err.Error(), f) {
+					t.Errorf("Parse(%q) = %v, want it to contain %q", tt.doc, err, f)
+				}
+			}
+		})
+	}
+}
+
+func TestAudit(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		doc  string
+		fail []string // substrings of the error; nil means it loads
+	}{
+		{"off", "", nil},
+		{"on", "[server.audit]\npath = \"audit.jsonl\"\nmax_mib = 1\nkeep = 1000\nsync_interval = \"10ms\"\nqueue = 16", nil},
+		{"bad", "[server.audit]\npath = \"a\"\nmax_mib = 100001\nkeep = -1\nsync_interval = \"2m\"\nqueue = 15",
+			[]string{"max_mib 100001 out of range", "keep -1 out of range", "sync_interval 2m0s out of range", "queue 15 out of range"}},
+		{"unknown key", "[server.audit]\nfile = \"a\"", []string{"file"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(tt.doc), "config.toml", dir)
+			if tt.fail == nil {
+				if err != nil {
+					t.Fatalf("Parse(%q) = %v, want nil", tt.doc, err)
+				}
+				if tt.name == "on" && cfg.Server.Audit.Path != dir+"/audit.jsonl" {
+					t.Errorf("path %q, want it resolved against the config's directory", cfg.Server.Audit.Path)
 				}
 				return
 			}

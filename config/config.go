@@ -125,6 +125,8 @@ type Server struct {
 	SessionIdleTimeout Duration `toml:"session_idle_timeout"`
 	// Auth is the [server.auth] table: who may call what over HTTP (auth.go).
 	Auth Auth `toml:"auth"`
+	// Audit is the [server.audit] table: the audit trail (audit.go).
+	Audit Audit `toml:"audit"`
 }
 
 // CompilationCacheDir reports where compiled modules are cached on disk, and
@@ -606,6 +608,7 @@ func (c *Config) finish(name, dir string) []error {
 		fail("server", "session_idle_timeout %s out of range 1s..720h0m0s", d)
 	}
 	s.Auth.finish(dir, fail)
+	s.Audit.finish(dir, fail)
 	switch s.CacheDir {
 	case "":
 		s.CacheDir = defaultCacheDir()

@@ -89,6 +89,9 @@ type Call struct {
 	// OnCancel marks the request the guest registered with "http_on_cancel", made by
 	// the host after the call was cancelled.
 	OnCancel bool
+	// Seen, if set, is told each origin the request named (a redirect's too),
+	// whether the policy allowed it or not: for the call's audit line.
+	Seen func(origin string)
 }
 
 // Request is the guest's "http" params (docs/ABI.md).
@@ -166,6 +169,11 @@ func (c *Client) Do(ctx context.Context, call Call, params []byte) ([]byte, erro
 		attrs = append(attrs, slog.String("denied_by", a.deniedBy), slog.String("err", err.Error()))
 	}
 	c.log.LogAttrs(ctx, slog.LevelInfo, "egress", attrs...)
+	if call.Seen != nil && a.origin != "?" {
+		for _, o := range strings.Split(a.origin, " -> ") {
+			call.Seen(o)
+		}
+	}
 	return reply, err
 }
 

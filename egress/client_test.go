@@ -190,6 +190,28 @@ func TestDo(t *testing.T) {
 		})
 	}
 
+	t.Run("seen origins", func(t *testing.T) {
+		for _, tc := range []struct {
+			url  string
+			want []string
+		}{
+			{api + "/to-other", []string{api, "http://other.test:" + op}},
+			{api + "/to-private", []string{api, "http://10.0.0.5"}},
+			{"http://example.com/x", []string{"http://example.com"}},
+		} {
+			var got []string
+			c.Do(context.Background(), Call{Seq: 1, Seen: func(o string) { got = append(got, o) }}, params(t, Request{URL: tc.url}))
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("Do(%s) told Seen %q, want %q", tc.url, got, tc.want)
+			}
+		}
+		got := 0
+		c.Do(context.Background(), Call{Seq: 1, Seen: func(string) { got++ }}, []byte(`{"url":`))
+		if got != 0 {
+			t.Errorf("malformed params told Seen %d origins, want none", got)
+		}
+	})
+
 	t.Run("cross-origin redirect drops credentials", func(t *testing.T) {
 		before := len(other.all())
 		out, err := c.Do(context.Background(), Call{Seq: 1}, params(t, Request{URL: api + "/to-other",

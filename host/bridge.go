@@ -52,6 +52,8 @@ type bridge struct {
 	sentProgress bool
 	httpRequests int    // "http" requests made so far
 	onCancel     []byte // the "http_on_cancel" request's params, nil if none
+
+	rec *callRecord // the audit line's host calls; nil: no audit trail
 }
 
 // mrtrRun is the multi round-trip state of one synchronous run of a guest.
@@ -235,6 +237,9 @@ func (b *bridge) moveToTask() ([]byte, error) {
 // plugin's input_timeout, in a task at the latest when its ttl does: the guest's
 // request then fails with "no answer within ...", which the task's statusMessage shows.
 func (b *bridge) ask(ctx context.Context, reqs []pendingInput) ([]json.RawMessage, error) {
+	for _, r := range reqs {
+		b.rec.input(r.method)
+	}
 	b.mu.Lock()
 	task, mrtr := b.task, b.mrtr
 	b.mu.Unlock()

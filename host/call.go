@@ -41,7 +41,7 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 		defer stop()
 	}
 	b := &bridge{session: req.Session, tool: t, logger: s.logger, progressToken: req.Params.GetProgressToken(),
-		caps: c.caps, owner: c.owner, srv: s, closeStream: closeStreamOf(req)}
+		caps: c.caps, owner: c.owner, srv: s, closeStream: closeStreamOf(req), rec: c.rec}
 	// The run outlives the request only if it becomes a task; until then the
 	// request's end ends it (below).
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))

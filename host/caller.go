@@ -37,6 +37,8 @@ type caller struct {
 	source string                  // for an anonymous requester, its address: its share of the quota
 	caps   *mcp.ClientCapabilities // the client's capabilities for this request
 	wire   wire                    // the Tasks this request gets (never nil)
+	slot   *slot                   // a tools/call's running-call quota (quota.go); nil if not counted
+	rec    *callRecord             // what the request's guest did, for its audit line (audit.go); nil if none
 }
 
 type callerKey struct{}

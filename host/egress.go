@@ -25,7 +25,7 @@ func (b *bridge) nextCall() egress.Call {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.httpRequests++
-	call := egress.Call{Tool: b.name(), Seq: b.httpRequests}
+	call := egress.Call{Tool: b.name(), Seq: b.httpRequests, Seen: b.rec.seenFunc()}
 	if b.task != nil {
 		call.Task = b.task.ID()
 	}

@@ -80,6 +80,7 @@ func (s *Server) readHandler(p *plugins.Plugin) mcp.ResourceHandler {
 			return nil, mcp.ResourceNotFoundError(uri) // as for a resource that does not exist
 		}
 		b := s.featureBridge(req.Session, p, "resources/read "+uri, req.Params.GetProgressToken())
+		b.rec = callerFrom(ctx, req.Session).rec
 		out, err := p.Read(ctx, uri, b)
 		if err != nil {
 			return nil, s.featureError(ctx, "resources/read", err)
@@ -98,6 +99,7 @@ func (s *Server) promptHandler(pr *plugins.Prompt) mcp.PromptHandler {
 			return nil, invalidParams("unknown prompt %q", pr.Name) // go-sdk's answer for one that does not exist
 		}
 		b := s.featureBridge(req.Session, pr.Plugin, "prompts/get "+pr.Name, req.Params.GetProgressToken())
+		b.rec = callerFrom(ctx, req.Session).rec
 		out, err := pr.Get(ctx, req.Params.Arguments, b)
 		if err != nil {
 			return nil, s.featureError(ctx, "prompts/get", err)

@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -31,7 +33,57 @@ const requestHeader = "Mcp-Wasmhost-Http-Request"
 type httpRequest struct {
 	ctx    context.Context // ends when the client goes away, or the request has been served
 	source netip.Prefix    // the client's address: its IPv4 address, or its IPv6 /64
+	// refused is the Retry-After (seconds) of a quota refusal answered in this
+	// request, 0 if none: the response then goes out as 429 (refusedWriter).
+	refused atomic.Int64
 }
+
+// refuse marks hr's response as a quota refusal: 429 with Retry-After seconds,
+// if its status has not gone out yet. A nil hr (not over HTTP) does nothing.
+func (hr *httpRequest) refuse(retryAfter int) {
+	if hr != nil {
+		hr.refused.Store(int64(max(1, retryAfter)))
+	}
+}
+
+// refusedWriter turns the 200 of a response that answers a quota refusal into 429
+// with Retry-After. A response whose status already went out (a resumable stream's
+// priming event) keeps it: its JSON-RPC error alone says it.
+type refusedWriter struct {
+	http.ResponseWriter
+	hr    *httpRequest
+	wrote bool
+}
+
+func (w *refusedWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.wrote = true
+		if ra := w.hr.refused.Load(); ra > 0 && code == http.StatusOK {
+			w.Header().Set("Retry-After", strconv.FormatInt(ra, 10))
+			code = http.StatusTooManyRequests
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *refusedWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *refusedWriter) Flush() {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection (read deadlines).
+func (w *refusedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // httpRequests is the registry of the HTTP requests being served. The zero value is
 // ready.
@@ -57,7 +109,7 @@ func (r *httpRequests) track(next http.Handler) http.Handler {
 			r.mu.Unlock()
 		}()
 		req.Header.Set(requestHeader, token) // replaces whatever the client sent
-		next.ServeHTTP(w, req)
+		next.ServeHTTP(&refusedWriter{ResponseWriter: w, hr: hr}, req)
 	})
 }
 

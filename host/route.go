@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/audit"
 )
 
 // middleware adds Tasks to the methods the SDK serves: capabilities in initialize,
@@ -22,6 +25,10 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		c := callerOf(ss, requestMeta(req), req.GetExtra())
 		if c.owner == anonymousOwner {
 			c.source = s.anonymousSource(req.GetExtra())
+		}
+		var start time.Time
+		if s.audit != nil && (method == "tools/call" || method == "resources/read" || method == "prompts/get") {
+			start, c.rec = time.Now(), &callRecord{}
 		}
 		ctx = withCaller(ctx, c)
 		switch method {
@@ -38,6 +45,12 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return c.wire.listTools(s.visibleTools(r, req.GetExtra()), s.catalog), nil
 			}
 			return res, err
+		case "resources/read", "prompts/get":
+			res, err := next(ctx, method, req)
+			if c.rec != nil {
+				s.auditRequest(start, method, ss, req.GetExtra(), c, featureFields(req), res, err)
+			}
+			return res, err
 		case "resources/list", "resources/templates/list", "prompts/list":
 			res, err := next(ctx, method, req)
 			if err != nil {
@@ -46,10 +59,18 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return s.visibleFeatures(res, req.GetExtra()), nil
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {
+				var res mcp.Result
+				var err error
 				if r.Params != nil && !s.authorized(req.GetExtra(), r.Params.Name) {
-					return nil, errNotGranted(r.Params.Name)
+					err = errNotGranted(r.Params.Name)
+				} else {
+					res, err = s.admitCall(ctx, r, c, next)
+					s.answeredQuota(req.GetExtra(), err)
 				}
-				return s.callTool(ctx, r, c, next)
+				if c.rec != nil {
+					s.auditRequest(start, method, ss, req.GetExtra(), c, toolFields(r.Params), res, err)
+				}
+				return res, err
 			}
 		}
 		return next(ctx, method, req)
@@ -136,4 +157,35 @@ func (s *Server) registerTaskMethods() error {
 			return c.wire.update(ctx, s, c, p)
 		}),
 	)
+}
+
+// toolFields fills a tools/call's audit line: the tool and its arguments' digest.
+func toolFields(p *mcp.CallToolParamsRaw) func(*audit.Record) {
+	return func(r *audit.Record) {
+		if p == nil {
+			return
+		}
+		r.Tool = p.Name
+		r.ArgsSHA256, _ = argsDigest(p.Arguments) // unreadable arguments: no digest
+	}
+}
+
+// featureFields fills a resources/read or prompts/get audit line: the URI, or the
+// prompt's name and its arguments' digest.
+func featureFields(req mcp.Request) func(*audit.Record) {
+	return func(r *audit.Record) {
+		switch p := req.GetParams().(type) {
+		case *mcp.ReadResourceParams:
+			if p != nil {
+				r.Resource = p.URI
+			}
+		case *mcp.GetPromptParams:
+			if p != nil {
+				r.Prompt = p.Name
+				if b, err := json.Marshal(p.Arguments); err == nil {
+					r.ArgsSHA256, _ = argsDigest(b)
+				}
+			}
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/audit"
 	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
@@ -55,6 +56,15 @@ type Options struct {
 	// Authorize says which tools an HTTP caller with a verified identity may see
 	// and call (auth.go). nil means every caller may call every tool.
 	Authorize Authorize
+	// MaxParked caps the tasks of one authenticated identity waiting for its
+	// input; while it has that many, its tools/call are refused (quota.go). 0
+	// means DefaultMaxParked.
+	MaxParked int
+	// MaxToolConcurrency caps the running calls of one tool by one authenticated
+	// identity (quota.go). 0 means DefaultMaxToolConcurrency.
+	MaxToolConcurrency int
+	// Audit gets the audit trail's lines (audit.go); nil means none.
+	Audit *audit.Log
 }
 
 // Server serves a catalog of plugin tools over MCP.
@@ -67,6 +77,10 @@ type Server struct {
 	states    *stateSigner
 	httpReqs  httpRequests // the HTTP requests being served (httpreq.go)
 	authorize Authorize    // Options.Authorize
+	quotas    *quotas      // per identity (quota.go)
+	audit     *audit.Log   // Options.Audit; nil: no audit trail
+
+	auditStatuses taskStatuses // the last status written per task (audit.go)
 
 	limits limits // Options' transport limits, defaults filled in
 
@@ -91,7 +105,8 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}, states: newStateSigner(opts.StateKey, opts.Nonces),
-		resumable: opts.ResumableStreams, limits: limitsOf(opts), authorize: opts.Authorize, statuses: newStatusQueue()}
+		resumable: opts.ResumableStreams, limits: limitsOf(opts), authorize: opts.Authorize, statuses: newStatusQueue(),
+		quotas: newQuotas(opts), audit: opts.Audit}
 	topts := opts.Tasks
 	topts.Logger = opts.Logger
 	topts.OnChange = s.taskChanged
@@ -254,6 +269,8 @@ func (s *Server) removeStream(c *liftConn) {
 // The task manager calls it under the task's lock, in the order of the task's changes:
 // it only queues the state; sendStatus writes it.
 func (s *Server) taskChanged(t tasks.Task) {
+	s.quotas.taskChanged(t)
+	s.auditStatus(t)
 	if t.Owner != localOwner {
 		return
 	}

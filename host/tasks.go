@@ -24,26 +24,44 @@ import (
 func (s *Server) startTask(req *mcp.CallToolRequest, t *plugins.Tool, c caller, ttl time.Duration, run func(ctx context.Context, b *bridge) (*mcp.CallToolResult, error)) (tasks.Task, error) {
 	ss := req.Session
 	args, progressToken := req.Params.Arguments, req.Params.GetProgressToken()
+	moved := run != nil
 	if run == nil {
 		run = func(ctx context.Context, b *bridge) (*mcp.CallToolResult, error) {
 			return s.runTool(ctx, t, args, b)
 		}
 	}
+	// The task takes over the call's running-call quota: it holds it until its run
+	// ends (quota.go).
+	sl := c.slot.takeOver()
+	// The run's host calls go in its own audit line; a call moved into a task
+	// goes on collecting in the call's record.
+	rec := c.rec
+	if s.audit != nil && !moved {
+		rec = &callRecord{}
+	}
 	// The task runs detached from the request: its context carries none of the
 	// request's values, so that what it sends later is routed to the session, not to a
 	// response stream that has closed.
 	task, err := s.tasks.Start(context.Background(), tasks.Requester{Owner: c.owner, Source: c.source}, ttl, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+		defer sl.release()
+		start := time.Now()
 		b := &bridge{session: ss, tool: t, logger: s.logger, progressToken: progressToken, srv: s, caps: c.caps,
-			task: h, owner: c.owner, push: c.wire.pushesInput()}
+			task: h, owner: c.owner, push: c.wire.pushesInput(), rec: rec}
 		res, err := run(ctx, b)
+		s.auditRun(start, h.ID(), c.owner, t.Name, rec, res, err)
 		return taskOutcome(res, err)
 	})
 	if err != nil {
-		if errors.Is(err, tasks.ErrTooMany) || errors.Is(err, tasks.ErrStoreFull) {
+		sl.handBack()
+		if qe := s.tooManyTasks(err); qe != nil {
+			return tasks.Task{}, qe
+		}
+		if errors.Is(err, tasks.ErrStoreFull) {
 			return tasks.Task{}, &jsonrpc.Error{Code: codeLimit, Message: err.Error()}
 		}
 		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
+	c.rec.startedTask(task.ID)
 	return task, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/audit"
 	"github.com/mcp-wasmhost/mcp-wasmhost/authn"
 	"github.com/mcp-wasmhost/mcp-wasmhost/config"
 	"github.com/mcp-wasmhost/mcp-wasmhost/host"
@@ -62,4 +63,13 @@ func authorize(guard *authn.Authenticator) host.Authorize {
 		return nil
 	}
 	return guard.Allowed
+}
+
+// openAudit opens the [server.audit] trail; nil when path is "".
+func openAudit(a config.Audit, logger *slog.Logger) (*audit.Log, error) {
+	if a.Path == "" {
+		return nil, nil
+	}
+	return audit.Open(audit.Options{Path: a.Path, MaxBytes: int64(a.MaxMiB) << 20, Keep: a.Keep,
+		SyncInterval: a.SyncInterval.Duration, Queue: a.Queue, Logger: logger})
 }

@@ -39,11 +39,14 @@ type testAS struct {
 	issuer string
 	rsa    *rsa.PrivateKey
 	jwks   atomic.Pointer[[]byte]
+	mux    *http.ServeMux // serves the JWKS at any path; tests may add endpoints
+	// fetches counts the JWKS requests.
+	fetches atomic.Int32
 }
 
 const testResource = "http://rs.test/mcp"
 
-func newTestAS(t *testing.T) *testAS {
+func newTestAS(t testing.TB) *testAS {
 	t.Helper()
 	as := &testAS{}
 	var err error
@@ -51,10 +54,13 @@ func newTestAS(t *testing.T) *testAS {
 		t.Fatal(err)
 	}
 	as.serve(jose.JSONWebKey{Key: as.rsa.Public(), KeyID: "k1", Algorithm: "RS256", Use: "sig"})
-	as.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	as.mux = http.NewServeMux()
+	as.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		as.fetches.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(*as.jwks.Load())
-	}))
+	})
+	as.srv = httptest.NewServer(as.mux)
 	t.Cleanup(as.srv.Close)
 	as.issuer = as.srv.URL
 	return as
@@ -72,7 +78,7 @@ type claims struct {
 }
 
 // mint signs c with key (nil: the served RSA key) under kid and alg.
-func (as *testAS) mint(t *testing.T, c claims, alg jose.SignatureAlgorithm, key any, kid string) string {
+func (as *testAS) mint(t testing.TB, c claims, alg jose.SignatureAlgorithm, key any, kid string) string {
 	t.Helper()
 	if key == nil {
 		key = as.rsa
@@ -106,7 +112,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-func oauthConfig(t *testing.T, as *testAS) string {
+func oauthConfig(t testing.TB, as *testAS) string {
 	return writeConfig(t, serverTOML(t)+fmt.Sprintf(`[server.auth]
 mode = "oauth"
 issuer = %q
@@ -128,7 +134,7 @@ tools = ["toolbox_json_format"]
 
 // postStatus sends a stateless tools/list with the Authorization header auth ("" for
 // none) and returns the status and WWW-Authenticate.
-func postStatus(t *testing.T, url, auth string) (int, string) {
+func postStatus(t testing.TB, url, auth string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -573,5 +579,43 @@ tools = ["test_simple_text"]
 		if r, err := as("key-fix").Call(c.method, c.params, h); err != nil || r.Error != nil {
 			t.Errorf("%s with a grant = %+v, %v, want a result", c.method, r, err)
 		}
+	}
+}
+
+// TestAuthKeyRotation: the issuer rotates its key. A token of the new key is
+// refused while the JWKS was fetched less than the refetch floor (10 s) ago, and
+// accepted once a token naming the unknown key may refetch it; the retired key's
+// tokens then get 401 invalid_token.
+func TestAuthKeyRotation(t *testing.T) {
+	t.Parallel() // it waits out the floor
+	as := newTestAS(t)
+	url, _ := startHTTP(t, oauthConfig(t, as))
+	oldTok := as.mint(t, as.user("alice", "mcp tools:slow"), jose.RS256, nil, "k1")
+	if status, ch := postStatus(t, url, "Bearer "+oldTok); status != 200 {
+		t.Fatalf("k1's token = %d (%s), want 200", status, ch)
+	}
+	fetched := time.Now()
+	if n := as.fetches.Load(); n != 1 {
+		t.Fatalf("%d JWKS fetches after the first token, want 1", n)
+	}
+
+	next, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as.serve(jose.JSONWebKey{Key: next.Public(), KeyID: "k2", Algorithm: "RS256", Use: "sig"}) // k1 retired
+	newTok := as.mint(t, as.user("alice", "mcp tools:slow"), jose.RS256, next, "k2")
+	status, ch := postStatus(t, url, "Bearer "+newTok)
+	if time.Since(fetched) < 9*time.Second && (status != 401 || as.fetches.Load() != 1) {
+		t.Errorf("k2's token within the floor = %d (%s), %d fetches; want 401 and no refetch (at most one per 10 s)",
+			status, ch, as.fetches.Load())
+	}
+	time.Sleep(time.Until(fetched.Add(10*time.Second + 200*time.Millisecond)))
+	if status, ch := postStatus(t, url, "Bearer "+newTok); status != 200 || as.fetches.Load() != 2 {
+		t.Errorf("k2's token after the floor = %d (%s), %d fetches; want 200 after one refetch", status, ch, as.fetches.Load())
+	}
+	status, ch = postStatus(t, url, "Bearer "+oldTok)
+	if status != 401 || !strings.Contains(ch, `error="invalid_token"`) || !strings.Contains(ch, "unknown signing key") {
+		t.Errorf("the retired k1's token = %d (%s), want 401 invalid_token, unknown signing key", status, ch)
 	}
 }

@@ -20,7 +20,7 @@ import (
 
 // startHTTP runs the binary on a loopback port with cfg and returns its /mcp URL and
 // its log (at debug).
-func startHTTP(t *testing.T, cfg string) (string, *testenv.SyncBuffer) {
+func startHTTP(t testing.TB, cfg string) (string, *testenv.SyncBuffer) {
 	t.Helper()
 	return startHTTPOn(t, cfg, "127.0.0.1:0")
 }
@@ -32,7 +32,7 @@ func startHTTPAt(t *testing.T, cfg, addr string) *testenv.SyncBuffer {
 	return log
 }
 
-func startHTTPOn(t *testing.T, cfg, addr string) (string, *testenv.SyncBuffer) {
+func startHTTPOn(t testing.TB, cfg, addr string) (string, *testenv.SyncBuffer) {
 	t.Helper()
 	log := &testenv.SyncBuffer{}
 	cmd := exec.Command(binary, "--config", cfg, "--http", addr, "--log-level", "debug")

@@ -148,9 +148,23 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		}
 		nonces = shared
 	}
-	srv, err := host.New(catalog, host.Options{Name: cfg.Server.Name, Version: version(), Logger: logger,
+	trail, err := openAudit(cfg.Server.Audit, logger)
+	if err != nil {
+		return err
+	}
+	// Closed after the server (deferred first): the last tasks' lines go in.
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := trail.Close(cctx); err != nil {
+			logger.Error("audit trail not closed", "err", err)
+		}
+	}()
+	srv, err := host.New(catalog, host.Options{Audit: trail, Name: cfg.Server.Name, Version: version(), Logger: logger,
 		StateKey: stateKey, Nonces: nonces,
 		Authorize:          authorize(guard),
+		MaxParked:          cfg.Server.Auth.MaxParked,
+		MaxToolConcurrency: cfg.Server.Auth.MaxToolConcurrency,
 		ResumableStreams:   cfg.Server.ResumableStreams,
 		MaxMessageBytes:    cfg.Server.MaxMessageBytes,
 		BodyReadTimeout:    cfg.Server.BodyReadTimeout.Duration,

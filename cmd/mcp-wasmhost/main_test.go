@@ -157,7 +157,7 @@ func TestBundledConfigOverStdio(t *testing.T) {
 	}
 }
 
-func writeConfig(t *testing.T, body string) string {
+func writeConfig(t testing.TB, body string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
@@ -168,11 +168,11 @@ func writeConfig(t *testing.T, body string) string {
 
 // serverTOML is the [server] and [tasks] tables of a test config: shared compilation
 // cache, a task store of the test's own.
-func serverTOML(t *testing.T) string {
+func serverTOML(t testing.TB) string {
 	return fmt.Sprintf("[server]\ncache_dir = %q\n\n[tasks]\ndata_dir = %q\n\n", testenv.CacheDir(), t.TempDir())
 }
 
-func pluginTOML(t *testing.T, name, rel, sha string) string {
+func pluginTOML(t testing.TB, name, rel, sha string) string {
 	if sha == "" {
 		sha = testenv.Spec(t, name, rel).SHA256
 	}

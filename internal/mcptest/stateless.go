@@ -34,6 +34,7 @@ func TasksExtension() map[string]any {
 // Response is what the server answered to one request.
 type Response struct {
 	HTTPStatus int
+	Header     http.Header // the HTTP response's
 	Result     json.RawMessage
 	Error      *jsonrpc.Error
 }
@@ -97,7 +98,7 @@ func (s *Stateless) Call(method string, params map[string]any, header map[string
 		return nil, err
 	}
 	defer resp.Body.Close()
-	out := &Response{HTTPStatus: resp.StatusCode}
+	out := &Response{HTTPStatus: resp.StatusCode, Header: resp.Header}
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
 		Result json.RawMessage `json:"result"`
