@@ -74,6 +74,8 @@ conformance: conformance-deps interop-deps
 # tests and the official conformance suites.
 test: interop-deps conformance-deps
 	go test -race -count=1 ./...
+	# sdk-guest is its own module (no dependencies), outside ./... of this one.
+	cd sdk-guest && go vet ./... && go test -race -count=1 ./...
 	# The worker memory tests measure RSS and address-space limits, which the race
 	# detector's shadow memory distorts: they skip under -race and run here without it.
 	go test -count=1 -run 'TestWorkerOutOfMemory|TestMemoryReturnsAfterBurst|TestCallsBeyondThePlanFailAlone' ./worker

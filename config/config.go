@@ -709,6 +709,8 @@ func (c *Config) finish(name, dir string) []error {
 
 		p.SHA256 = strings.ToLower(p.SHA256)
 		switch {
+		case p.SHA256 == "" && p.Path != "":
+			fail(where, "%s", missingPin(p.Path))
 		case p.SHA256 == "":
 			fail(where, "sha256 is required")
 		case !validSHA256(p.SHA256):

@@ -4,6 +4,7 @@ package guest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -67,6 +68,10 @@ func (h *TestHost) progressReport(done, total float64, msg string) {
 	defer h.mu.Unlock()
 	h.progress = append(h.progress, ProgressEntry{done, total, msg})
 }
+
+// codeInvalidParams is JSON-RPC's "invalid params", the server's answer to arguments
+// its input schema refuses.
+const codeInvalidParams = -32602
 
 type testBackend struct{ h *TestHost }
 
@@ -148,10 +153,12 @@ func (b testBackend) request(method string, params []byte) ([]byte, error) {
 	return json.Marshal(r)
 }
 
-// CallTool runs a registered tool natively, as the host would: args is encoded to JSON
-// and decoded into the tool's argument type, and the result comes back as the client
-// would see it. A tool that answers with a [ProtocolError] returns it as the error. A
-// nil h is a zero TestHost.
+// CallTool runs a registered tool natively, as the host would: args is encoded to JSON,
+// checked against the tool's input schema ([CheckArguments]; arguments the server
+// would refuse return a [ProtocolError] with code -32602, as a client gets it, and the
+// tool does not run) and decoded into the tool's argument type, and the result comes
+// back as the client would see it. A tool that answers with a [ProtocolError] returns
+// it as the error. A nil h is a zero TestHost.
 func CallTool(h *TestHost, name string, args any) (*Result, error) {
 	if h == nil {
 		h = &TestHost{}
@@ -159,6 +166,16 @@ func CallTool(h *TestHost, name string, args any) (*Result, error) {
 	a, err := json.Marshal(args)
 	if err != nil {
 		return nil, fmt.Errorf("encode arguments: %w", err)
+	}
+	if string(a) == "null" {
+		a = []byte("{}") // the server reads absent arguments as {}
+	}
+	if r, ok := tools[name]; ok {
+		if err := CheckArguments(r.tool.InputSchema, a); errors.Is(err, ErrUncheckedKeyword) {
+			return nil, fmt.Errorf("tool %q: %w", name, err)
+		} else if err != nil {
+			return nil, &ProtocolError{Code: codeInvalidParams, Message: fmt.Sprintf("invalid arguments for tool %q: %v", name, err)}
+		}
 	}
 	input, err := json.Marshal(struct {
 		Tool      string          `json:"tool"`

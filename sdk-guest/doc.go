@@ -37,8 +37,12 @@
 // prompts ([AddPrompt]) and argument completions ([HandleCompletion]): ABI v1.1, an
 // additive revision the host sends as the method form of the call input.
 //
+// The package is its own module with no dependencies, so a plugin's go.sum holds
+// nothing else (docs/AUTHORING.md: depending on it from another module).
+//
 // The package builds for the host too, so tools can be unit-tested with `go test`:
-// [CallTool] runs a registered tool in-process against a [TestHost] that records logs
+// [CallTool] checks the arguments against the tool's input schema as the server does
+// ([CheckArguments]) and runs a registered tool in-process against a [TestHost] that records logs
 // and progress and answers elicitations; [ReadResource], [GetPrompt] and [Complete]
 // do the same for the other features.
 package guest

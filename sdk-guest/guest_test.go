@@ -103,7 +103,6 @@ func TestCallTool(t *testing.T) {
 		isError bool
 	}{
 		{"greet", map[string]any{"name": "Ada", "times": 2}, nil, "Hello, Ada! Hello, Ada! ", false},
-		{"greet", map[string]any{"name": 5}, nil, "invalid arguments for greet", true},
 		{"confirm", nil, &guest.TestHost{Elicit: func(string, json.RawMessage) (*guest.ElicitResult, error) {
 			return &guest.ElicitResult{Action: "decline"}, nil
 		}}, "decline", false},
@@ -111,6 +110,12 @@ func TestCallTool(t *testing.T) {
 		{"fails", nil, nil, "disk on fire", true},
 		{"panics", nil, nil, "tool panics panicked: boom", true},
 		{"nope", nil, nil, `unknown tool "nope"`, true},
+	}
+	// Arguments the input schema refuses never reach the tool: the client gets -32602.
+	var perr *guest.ProtocolError
+	if _, err := guest.CallTool(nil, "greet", map[string]any{"name": 5}); !errors.As(err, &perr) || perr.Code != -32602 ||
+		!strings.Contains(perr.Message, `invalid arguments for tool "greet": validating /properties/name: type: 5 has type "integer"`) {
+		t.Errorf("CallTool(greet, name 5) = %v, want a -32602 ProtocolError naming the property", err)
 	}
 	for _, tt := range tests {
 		res, err := guest.CallTool(tt.host, tt.tool, tt.args)

@@ -48,7 +48,7 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "mcp-wasmhost:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -68,6 +68,9 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 			return nil
 		}
 		return err
+	}
+	if cmd, ok := toolkit[fs.Arg(0)]; ok {
+		return cmd(ctx, fs.Args()[1:], stdin, stdout, stderr)
 	}
 	check := false
 	switch fs.Arg(0) {
