@@ -288,6 +288,24 @@ type Plugin struct {
 	Net []Net `toml:"net"`
 	// NetLimits bound its requests ([plugins.net_limits]); zero means the defaults.
 	NetLimits NetLimits `toml:"net_limits"`
+
+	// Where is the place in the file that declares the plugin, "config.toml:12" (its
+	// path key, else its [[plugins]] header), for messages about it after the file
+	// was read, such as a refused load. Load and Parse set it; it is not a key.
+	Where string `toml:"-"`
+	// Lines holds the line of each key written directly in the plugin's table, such
+	// as Lines["memory_mib"], for a message about that key. Load and Parse set it.
+	Lines map[string]int `toml:"-"`
+}
+
+// WhereKey is Where for a message about one key: "config.toml:15" for the line of
+// key when the file has it, else Where.
+func (p Plugin) WhereKey(key string) string {
+	if l := p.Lines[key]; l > 0 {
+		name, _, _ := strings.Cut(p.Where, ":")
+		return fmt.Sprintf("%s:%d", name, l)
+	}
+	return p.Where
 }
 
 // Dir holds one [[plugins.dirs]] table: a host directory mounted in the guest.
@@ -404,7 +422,7 @@ func Parse(data []byte, name, dir string) (*Config, error) {
 	}
 
 	// Stage 3: defaults, paths and rules.
-	errs = append(errs, cfg.finish(name, dir)...)
+	errs = append(errs, cfg.finish(name, dir, lines)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -540,6 +558,9 @@ func lookupKey(t reflect.Type, key toml.Key) (exact bool, suggestion string) {
 		match := -1
 		for j := range t.NumField() {
 			name := tomlName(t.Field(j))
+			if name == "-" {
+				continue // not read from the file, such as Plugin.Where
+			}
 			if name == part {
 				match = j
 				break
@@ -567,10 +588,11 @@ func tomlName(f reflect.StructField) string {
 
 // finish fills in defaults, makes paths absolute and checks every rule,
 // returning all the problems found.
-func (c *Config) finish(name, dir string) []error {
+func (c *Config) finish(name, dir string, lines []keyLine) []error {
 	var errs []error
 	fail := func(where, format string, args ...any) {
-		errs = append(errs, &fileError{name: name, msg: where + ": " + fmt.Sprintf(format, args...)})
+		msg := fmt.Sprintf(format, args...)
+		errs = append(errs, &fileError{name: name, line: lineOf(lines, where, msg), msg: where + ": " + msg})
 	}
 
 	s := &c.Server
@@ -717,7 +739,15 @@ func (c *Config) finish(name, dir string) []error {
 			fail(where, "sha256 %q must be 64 hexadecimal characters", p.SHA256)
 		}
 
-		if p.MemoryMiB == 0 {
+		p.Where = name
+		if l := lineOf(lines, where, "path"); l > 0 {
+			p.Where = fmt.Sprintf("%s:%d", name, l)
+		}
+		p.Lines = keysOf(lines, where)
+		if p.MemoryMiB == 0 && written(lines, where, "memory_mib") {
+			// Written as 0: the range is 1..MaxMemoryMiB; leaving the key out means the default.
+			fail(where, "memory_mib 0 out of range 1..%d (leave memory_mib out for the default, %d)", MaxMemoryMiB, DefaultMemoryMiB)
+		} else if p.MemoryMiB == 0 {
 			p.MemoryMiB = DefaultMemoryMiB
 		} else if p.MemoryMiB < 1 || p.MemoryMiB > MaxMemoryMiB {
 			fail(where, "memory_mib %d out of range 1..%d", p.MemoryMiB, MaxMemoryMiB)
@@ -869,6 +899,7 @@ type keyLine struct {
 	key    string // as toml.Key.String formats it
 	line   int    // 1-based
 	plugin int    // index of the enclosing plugins entry, -1 outside any
+	header bool   // a table header such as [server] or [[plugins.dirs]]
 }
 
 // keyLines lists the keys of a TOML document in file order. The document has
@@ -903,8 +934,8 @@ func (sc *keyScanner) peek(n int) byte {
 	return 0
 }
 
-func (sc *keyScanner) add(key toml.Key, line int) {
-	sc.out = append(sc.out, keyLine{key: key.String(), line: line, plugin: sc.plugin})
+func (sc *keyScanner) add(key toml.Key, line int, header bool) {
+	sc.out = append(sc.out, keyLine{key: key.String(), line: line, plugin: sc.plugin, header: header})
 }
 
 func (sc *keyScanner) document() {
@@ -926,10 +957,10 @@ func (sc *keyScanner) document() {
 				sc.plugin = sc.plugins
 				sc.plugins++
 			}
-			sc.add(table, line)
+			sc.add(table, line, true)
 		} else if key := sc.key(); len(key) > 0 {
 			full := append(slices.Clone(table), key...)
-			sc.add(full, line)
+			sc.add(full, line, false)
 			sc.skipBlank(false)
 			if sc.peek(0) == '=' {
 				sc.i++
@@ -1086,7 +1117,7 @@ func (sc *keyScanner) value(path toml.Key) {
 			start, line := sc.i, sc.line
 			if key := sc.key(); len(key) > 0 {
 				full := append(slices.Clone(path), key...)
-				sc.add(full, line)
+				sc.add(full, line, false)
 				if sc.peek(0) == '=' {
 					sc.i++
 				}

@@ -16,7 +16,7 @@
 //	name = "toolbox"           # 1-32 of a-z, 0-9, '-', starting with a letter; unique
 //	path = "plugins/toolbox.wasm"  # relative to this file's directory
 //	sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
-//	memory_mib = 64            # linear memory cap, 1..4096; default 64
+//	memory_mib = 64            # linear memory cap, 1..4096; default 64 (left out; 0 is refused)
 //	timeout = "30s"            # per call, 1ms..24h; default 30s
 //	max_input_bytes = 1048576  # request size cap, up to 64 MiB; default 1 MiB
 //	max_output_bytes = 1048576 # result size cap, up to 64 MiB; default 1 MiB
@@ -55,8 +55,10 @@
 // once, each line naming the file and, where it can, the line:
 //
 //	config.toml:14: unknown key "plugins.memroy_mib"
-//	config.toml: plugins[1] ("toolbox"): memory_mib 9000 out of range 1..4096
-//	config.toml: plugins[1] ("toolbox"): dirs[0]: host "/srv/mcp/data" does not exist
+//	config.toml:15: plugins[1] ("toolbox"): memory_mib 9000 out of range 1..4096
+//	config.toml:19: plugins[1] ("toolbox"): dirs[0]: host "/srv/mcp/data" does not exist
+//
+// A value problem's line is that of its key, else of its table's header.
 //
 // Keys are case-sensitive and a key the server does not know is an error,
 // never ignored: a misspelt limit must not silently become the default.

@@ -60,8 +60,8 @@ env = { "1ST" = "x" }
 	fmt.Println(err)
 	// Output:
 	// config.toml:8: unknown key "plugins.memroy_mib"
-	// config.toml: server: log_level "verbose" is not one of debug, info, warn, error
-	// config.toml: plugins[0] ("toolbox"): sha256 "not-a-digest" must be 64 hexadecimal characters
-	// config.toml: plugins[0] ("toolbox"): memory_mib 9000 out of range 1..4096
-	// config.toml: plugins[0] ("toolbox"): env name "1ST" is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)
+	// config.toml:2: server: log_level "verbose" is not one of debug, info, warn, error
+	// config.toml:7: plugins[0] ("toolbox"): sha256 "not-a-digest" must be 64 hexadecimal characters
+	// config.toml:9: plugins[0] ("toolbox"): memory_mib 9000 out of range 1..4096
+	// config.toml:10: plugins[0] ("toolbox"): env name "1ST" is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)
 }

@@ -345,9 +345,20 @@ func (s *Server) toolHandler(t *plugins.Tool) mcp.ToolHandler {
 }
 
 // runTool runs a tool whose arguments were checked, directly or as a task's work.
+// Every run logs one info line (tool, took, outcome) and one debug line with the sizes.
 func (s *Server) runTool(ctx context.Context, t *plugins.Tool, args json.RawMessage, b *bridge) (*mcp.CallToolResult, error) {
+	start := time.Now()
 	out, err := t.Call(ctx, args, b)
 	b.onCancelled(ctx)
+	took := time.Since(start)
+	res, err := s.toolResult(ctx, t, out, err)
+	s.logger.InfoContext(ctx, "call", "tool", t.Name, "took", took.Round(time.Microsecond), "outcome", runOutcome(ctx, res, err))
+	s.logger.DebugContext(ctx, "call sizes", "tool", t.Name, "argument_bytes", len(args), "result_bytes", len(out))
+	return res, err
+}
+
+// toolResult decodes a guest's result, or turns its failure into one.
+func (s *Server) toolResult(ctx context.Context, t *plugins.Tool, out []byte, err error) (*mcp.CallToolResult, error) {
 	if err != nil {
 		return s.failure(ctx, t, err)
 	}
@@ -357,6 +368,22 @@ func (s *Server) runTool(ctx context.Context, t *plugins.Tool, args json.RawMess
 			Message: fmt.Sprintf("tool %q returned a malformed result: %v", t.Name, err)})
 	}
 	return &res, nil
+}
+
+// runOutcome names how a run ended, for its log line: "ok", "tool_error" (a result
+// with isError, from the tool or from a guest failure), "cancelled", or "error" (a
+// JSON-RPC error: a protocol error, a busy plugin, a host failure). (outcomeOf names
+// a request's outcome for the audit line.)
+func runOutcome(ctx context.Context, res *mcp.CallToolResult, err error) string {
+	switch {
+	case ctx.Err() != nil:
+		return "cancelled"
+	case err != nil:
+		return "error"
+	case res.IsError:
+		return "tool_error"
+	}
+	return "ok"
 }
 
 // failure turns a guest failure into an isError result; a guest's protocol error

@@ -140,6 +140,10 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 		return nil, fmt.Errorf("plugin %q: %s has sha256 %s, but config pins %s; refusing to load it (update sha256 in config only if you trust the new file)",
 			s.Name, s.Path, got, s.SHA256)
 	}
+	// Checked here, before a worker starts, so that the error is typed on both paths.
+	if err := sandbox.CheckInitialMemory(s.Name, b, s.Limits.WithDefaults().MemoryMiB); err != nil {
+		return nil, err
+	}
 	var m Runner
 	if s.Workers != nil {
 		m, err = s.Workers.Load(ctx, worker.Spec{Name: s.Name, Wasm: b, Limits: s.Limits, Grants: s.Grants,

@@ -150,7 +150,8 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 		WithCompilationCache(e.cache).
 		WithMemoryLimitPages(uint32(limits.MemoryMiB)*16).
 		// A context must be able to stop a guest that never calls the host. It costs
-		// loop-heavy guests time (docs/DESIGN.md); correctness comes first.
+		// loop-heavy guests time (docs/DESIGN.md#stopping-a-guest-that-never-calls-the-host);
+		// correctness comes first.
 		WithCloseOnContextDone(true))
 	var mounts []*rootfs.FS
 	defer func() {
@@ -163,6 +164,9 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 	wasm, tables, err := boundTables(spec.Wasm)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q is not a valid WebAssembly module: %w", spec.Name, err)
+	}
+	if err := CheckInitialMemory(spec.Name, wasm, limits.MemoryMiB); err != nil {
+		return nil, err
 	}
 	compiled, err := rt.CompileModule(ctx, wasm)
 	if err != nil {

@@ -4,9 +4,10 @@
 //	mcp-wasmhost --config FILE        serve another config
 //	mcp-wasmhost --http 127.0.0.1:8080  serve Streamable HTTP at /mcp instead
 //	mcp-wasmhost --log-level debug    override [server] log_level
-//	mcp-wasmhost check                load the config and every plugin, list the tools,
-//	                                  and fail if anything is refused
-//	mcp-wasmhost version              print the version
+//	mcp-wasmhost check [--strict]     load the config and every plugin, print a table per
+//	                                  plugin and the tools, and fail if anything is
+//	                                  refused (--strict: also on a warning)
+//	mcp-wasmhost version              print the version (also --version)
 //
 // Logs go to stderr, never to stdout, which carries the stdio protocol.
 package main
@@ -59,8 +60,9 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	configPath := fs.String("config", "config.toml", "the config file")
 	httpAddr := fs.String("http", "", "serve Streamable HTTP at ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (default: the config's log_level)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mcp-wasmhost [flags]\n       mcp-wasmhost [flags] check\n       mcp-wasmhost version\n\nflags:\n")
+		fmt.Fprintf(stderr, "usage: mcp-wasmhost [flags]\n       mcp-wasmhost [flags] check [--strict]\n       mcp-wasmhost version\n       mcp-wasmhost call|inspect|new|pin ...   a plugin author's tools (docs/AUTHORING.md)\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -69,16 +71,24 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		}
 		return err
 	}
+	if *showVersion {
+		printVersion(stdout)
+		return nil
+	}
 	if cmd, ok := toolkit[fs.Arg(0)]; ok {
 		return cmd(ctx, fs.Args()[1:], stdin, stdout, stderr)
 	}
-	check := false
+	check, strict := false, false
 	switch fs.Arg(0) {
 	case "":
 	case "check":
 		check = true
+		var err error
+		if strict, err = checkFlags(fs.Args()[1:], stderr); err != nil {
+			return err
+		}
 	case "version":
-		fmt.Fprintln(stdout, "mcp-wasmhost", version(), "guest ABI", sandbox.ABIVersion)
+		printVersion(stdout)
 		return nil
 	default:
 		fs.Usage()
@@ -125,13 +135,17 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	if err != nil {
 		return err
 	}
-	catalog, refused, err := loadPlugins(ctx, engine, workers, cfg, logger)
+	loaded, errs := loadEach(ctx, engine, workers, cfg, logger)
+	catalog, refused, err := catalogOf(cfg, loaded, errs, logger)
+	if err != nil && check {
+		return errors.Join(checkReport(stdout, cfg, loaded, errs, nil, nil, strict), err)
+	}
 	if err != nil {
 		return err
 	}
 	defer catalog.Close(context.WithoutCancel(ctx))
 	if check {
-		return report(stdout, catalog, append(refused, host.Vet(catalog)...))
+		return checkReport(stdout, cfg, loaded, errs, catalog, append(refused, host.Vet(catalog)...), strict)
 	}
 
 	store, err := openStore(ctx, cfg.Tasks, logger)
@@ -225,12 +239,12 @@ func tuneGC(s config.Server) {
 	}
 }
 
-// report prints the tools a check found and fails if any plugin was refused.
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
 
+// report prints the tools a check found and fails if any plugin was refused.
 func report(w io.Writer, c *plugins.Catalog, refused []error) error {
 	for _, t := range c.Tools() {
 		desc, _, _ := strings.Cut(t.Description, "\n")
@@ -255,6 +269,14 @@ func report(w io.Writer, c *plugins.Catalog, refused []error) error {
 // is refused and logged with the reason; the server serves the others. It fails only
 // when plugins were configured and none loaded.
 func loadPlugins(ctx context.Context, e *sandbox.Engine, workers *worker.Supervisor, cfg *config.Config, logger *slog.Logger) (*plugins.Catalog, []error, error) {
+	loaded, errs := loadEach(ctx, e, workers, cfg, logger)
+	return catalogOf(cfg, loaded, errs, logger)
+}
+
+// loadEach loads every configured plugin, in parallel: loaded[i] is cfg.Plugins[i],
+// or nil and errs[i] says why it was refused, starting with where the config
+// declares it ("config.toml:12: ...").
+func loadEach(ctx context.Context, e *sandbox.Engine, workers *worker.Supervisor, cfg *config.Config, logger *slog.Logger) ([]*plugins.Plugin, []error) {
 	loaded := make([]*plugins.Plugin, len(cfg.Plugins))
 	errs := make([]error, len(cfg.Plugins))
 	// Plugins load in parallel, except those pinned to the same file, which load one
@@ -287,11 +309,29 @@ func loadPlugins(ctx context.Context, e *sandbox.Engine, workers *worker.Supervi
 				if errs[i] == nil {
 					logger.Info("plugin loaded", "plugin", pc.Name, "tools", len(loaded[i].Tools), "runs", runsIn(loaded[i]),
 						"took", time.Since(start).Round(time.Millisecond))
+					if len(loaded[i].Tools) == 0 {
+						logger.Warn("plugin declares no tools", "plugin", pc.Name, "where", pc.Where, "hint", initRule)
+					}
 				}
 			}
 		})
 	}
 	wg.Wait()
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		where := cfg.Plugins[i].Where
+		if _, ok := errors.AsType[*sandbox.MemoryTooSmallError](err); ok {
+			where = cfg.Plugins[i].WhereKey("memory_mib")
+		}
+		errs[i] = fmt.Errorf("%s: %w", where, err)
+	}
+	return loaded, errs
+}
+
+// catalogOf logs the refused plugins and makes a catalog of the others.
+func catalogOf(cfg *config.Config, loaded []*plugins.Plugin, errs []error, logger *slog.Logger) (*plugins.Catalog, []error, error) {
 	var ok []*plugins.Plugin
 	var refused []error
 	for i, p := range loaded {
@@ -394,20 +434,4 @@ func serveHTTP(ctx context.Context, srv *host.Server, guard *authn.Authenticator
 	}
 	<-done
 	return nil
-}
-
-func version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "dev"
-	}
-	if v := info.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			return "dev-" + s.Value[:12]
-		}
-	}
-	return "dev"
 }
