@@ -68,7 +68,10 @@ func server(t *testing.T) (*mcptest.Client, *testenv.SyncBuffer, escapeDirs, *ex
 	fmt.Fprintf(&cfg, "[server]\ncache_dir = %q\n\n[tasks]\nstore = \"memory\"\n\n", testenv.CacheDir())
 	plugin := func(name, path string, extra ...string) {
 		limit := timeout
-		if name == "memhog" || name == "stack" {
+		// These end by themselves (a memory limit, a stack overflow, the host-call
+		// limit), so they get the long limit: under load 1 s is too short for them to
+		// get there.
+		if name == "memhog" || name == "stack" || name == "hostflood" {
 			limit = slowTimeout
 		}
 		b, err := os.ReadFile(path)
@@ -217,7 +220,7 @@ func TestHostileGuests(t *testing.T) {
 		{name: "proc grant through a link", tool: "proclink_fs", args: map[string]string{"op": "read", "path": "/self/environ"}, want: "rpc -32602", bound: timeout},
 		{name: "proc without a grant", tool: "escape_fs", args: map[string]string{"op": "read", "path": "/proc/self/environ"}, want: "error: open /proc/self/environ", bound: timeout},
 		{name: "output flood", tool: "flood_big", want: "output of 2 MiB exceeds the limit of 1 MiB", bound: timeout},
-		{name: "host-call flood", tool: "hostflood_flood", want: "ok: -7", bound: timeout},
+		{name: "host-call flood", tool: "hostflood_flood", want: "ok: -7", bound: slowTimeout},
 		{name: "bad pointers to every host function", tool: "badptr_probe", want: "ok: -1 -1 -1 -3 0 -3 -2 -3 -1 -3 -8 -2 -1 ", bound: timeout},
 		{name: "$ref bomb", tool: "refbomb_bomb", args: map[string]int{"x": 1}, want: `rpc -32602: unknown tool "refbomb_bomb"`, bound: 0},
 		{name: "deep schema", tool: "deepschema_deep", want: `rpc -32602: unknown tool "deepschema_deep"`, bound: 0},
