@@ -7,7 +7,7 @@ GO_WASM   = GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldfl
 # costs half the memory and time to create.
 C_WASM    = clang-14 --target=wasm32-wasi --sysroot=/usr -O2 -Wall -Wextra -mexec-model=reactor -Wl,--strip-all -Wl,-z,stack-size=32768 -Isdk-guest/c
 
-GO_PLUGINS = plugins/toolbox/toolbox.wasm plugins/web/web.wasm plugins/jobs/jobs.wasm conformance/fixture/fixture.wasm conformance/taskfix/taskfix.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm testdata/wasm/escape.wasm testdata/wasm/fetcher.wasm
+GO_PLUGINS = plugins/toolbox/toolbox.wasm plugins/web/web.wasm plugins/jobs/jobs.wasm conformance/fixture/fixture.wasm conformance/taskfix/taskfix.wasm conformance/fix2026/fix2026.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm testdata/wasm/escape.wasm testdata/wasm/fetcher.wasm
 C_PLUGINS  = plugins/textkit/textkit.wasm testdata/wasm/asker.wasm testdata/wasm/library.wasm testdata/wasm/cfetch.wasm
 WAT        = $(patsubst testdata/wat/%.wat,testdata/wasm/%.wasm,$(wildcard testdata/wat/*.wat))
 ALL_WASM   = $(GO_PLUGINS) $(C_PLUGINS) $(WAT) testdata/wasm/truncated.wasm
@@ -34,6 +34,8 @@ conformance/fixture/fixture.wasm: FORCE
 	$(GO_WASM) -o $@ ./conformance/fixture
 conformance/taskfix/taskfix.wasm: FORCE
 	$(GO_WASM) -o $@ ./conformance/taskfix
+conformance/fix2026/fix2026.wasm: FORCE
+	$(GO_WASM) -o $@ ./conformance/fix2026
 testdata/wasm/%.wasm: testdata/guests/%/main.go FORCE
 	$(GO_WASM) -o $@ ./testdata/guests/$*
 plugins/textkit/textkit.wasm: plugins/textkit/textkit.c sdk-guest/c/mcpwh.h Makefile
@@ -64,8 +66,9 @@ conformance-deps:
 	cd conformance && npm ci --no-audit --no-fund
 
 # conformance runs the official MCP conformance suite against the real binary over
-# HTTP: every server scenario of @modelcontextprotocol/conformance 0.1.16, then the
-# task scenarios (tasks-*) of the draft 0.2.0-alpha.12 on both wires.
+# HTTP: every server scenario of @modelcontextprotocol/conformance 0.1.16, then of the
+# draft 0.2.0-alpha.12 everything MCP 2026-07-28 requires (--requirements 2026-07-28)
+# and the task scenarios (tasks-*) on both wires.
 conformance: conformance-deps interop-deps
 	conformance/run.sh
 	conformance/alpha/run.sh

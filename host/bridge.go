@@ -56,49 +56,118 @@ type bridge struct {
 	rec *callRecord // the audit line's host calls; nil: no audit trail
 }
 
-// mrtrRun is the multi round-trip state of one synchronous run of a guest.
+// mrtrRun is the multi round-trip state of one synchronous run of a guest. Answers
+// are found by key: a guest's "input" request names its own keys, and its other
+// requests for input (elicit, elicit_all, sample) get "input-1", "input-2", ... in
+// the order it makes them, which is the same on every run of the same call.
 type mrtrRun struct {
 	cancel context.CancelFunc // ends the run when the guest asks past the answers
 
 	mu      sync.Mutex
-	answers []json.RawMessage // from earlier rounds, in asking order
-	next    int
-	pending []pendingInput // what the guest asked past the answers
+	answers map[string]json.RawMessage // what the client answered so far, by key
+	used    map[string]json.RawMessage // the answers this run took
+	seq     int                        // unkeyed requests so far
+	pending []pendingInput             // what the guest asked that has no answer yet
+	bad     error                      // an answer that is not what its request asks for
 }
 
 // pendingInput is a request for input that ends a synchronous round.
 type pendingInput struct {
 	method string
 	params mcp.InputRequest
+	key    string // the guest's key ("input" request), or "" for one in asking order
 }
 
 // errInputPending stops a guest whose call must first ask the client for input.
 var errInputPending = errors.New("the call needs input from the client first; it will run again with the answers")
 
-// take returns the next n answers, or records reqs as pending and ends the run.
+// take returns the answers to reqs, or records those not answered yet as pending
+// and ends the run. An answer of the wrong shape (a roots result for an
+// elicitation, say) ends the run too: the call is answered -32602.
 func (r *mrtrRun) take(reqs []pendingInput) ([]json.RawMessage, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.pending == nil && len(r.answers)-r.next >= len(reqs) {
-		out := r.answers[r.next : r.next+len(reqs)]
-		r.next += len(reqs)
+	if r.used == nil {
+		r.used = map[string]json.RawMessage{}
+	}
+	out := make([]json.RawMessage, len(reqs))
+	var missing []pendingInput
+	for i, q := range reqs {
+		if q.key == "" {
+			r.seq++
+			q.key = fmt.Sprintf("input-%d", r.seq)
+		}
+		a, ok := r.answers[q.key]
+		if !ok {
+			missing = append(missing, q)
+			continue
+		}
+		if err := checkAnswer(q.method, a); err != nil && r.bad == nil {
+			r.bad = invalidParams("inputResponses[%q]: %v", q.key, err)
+		}
+		out[i] = a
+		r.used[q.key] = a
+	}
+	if r.bad != nil {
+		r.cancel()
+		return nil, r.bad
+	}
+	if missing == nil && r.pending == nil {
 		return out, nil
 	}
 	if r.pending == nil {
-		r.pending = reqs
+		r.pending = missing
 	}
 	r.cancel()
 	return nil, errInputPending
 }
 
-// asked returns the pending requests and how many answers came before them, or nil.
-func (r *mrtrRun) asked() ([]pendingInput, []json.RawMessage) {
+// asked returns the pending requests and the answers the run took before them, or
+// nil; and an answer of the wrong shape, if any.
+func (r *mrtrRun) asked() ([]pendingInput, map[string]json.RawMessage, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.pending == nil {
-		return nil, nil
+	if r.bad != nil {
+		return nil, nil, r.bad
 	}
-	return r.pending, r.answers[:r.next]
+	if r.pending == nil {
+		return nil, nil, nil
+	}
+	return r.pending, r.used, nil
+}
+
+// checkAnswer reports whether raw is a result of method: an ElicitResult with a known
+// action, a CreateMessageResult with a role and content, a ListRootsResult with
+// roots.
+func checkAnswer(method string, raw json.RawMessage) error {
+	switch method {
+	case "elicitation/create":
+		_, err := toElicitReply(raw)
+		return err
+	case "sampling/createMessage":
+		var m struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(raw, &m) != nil || m.Role == "" || len(m.Content) == 0 {
+			return errors.New("a sampling/createMessage result needs role and content")
+		}
+	case "roots/list":
+		var m struct {
+			Roots []struct {
+				URI string `json:"uri"`
+			} `json:"roots"`
+		}
+		if json.Unmarshal(raw, &m) != nil || m.Roots == nil {
+			return errors.New("a roots/list result needs a roots array")
+		}
+		for i, r := range m.Roots {
+			if r.URI == "" {
+				return fmt.Errorf("roots[%d] has no uri", i)
+			}
+		}
+	}
+	return nil
 }
 
 func (b *bridge) currentTask() *tasks.Handle {
@@ -200,6 +269,8 @@ func (b *bridge) Request(ctx context.Context, method string, params []byte) ([]b
 		return b.elicit(ctx, params)
 	case "elicit_all":
 		return b.elicitAll(ctx, params)
+	case "input":
+		return b.input(ctx, params)
 	case "sample":
 		return b.sample(ctx, params)
 	case "task":
@@ -308,6 +379,8 @@ func (b *bridge) askClient(ctx context.Context, reqs []pendingInput) ([]json.Raw
 			res, err = b.session.Elicit(ctx, p)
 		case *mcp.CreateMessageParams:
 			res, err = b.session.CreateMessage(ctx, p)
+		case *mcp.ListRootsParams:
+			res, err = b.session.ListRoots(ctx, p)
 		default:
 			err = fmt.Errorf("no way to send %s", r.method)
 		}
@@ -336,6 +409,8 @@ func (b *bridge) askInTask(ctx context.Context, task *tasks.Handle, reqs []pendi
 			case *mcp.ElicitParams:
 				p.Meta = related
 			case *mcp.CreateMessageParams:
+				p.Meta = related
+			case *mcp.ListRootsParams:
 				p.Meta = related
 			}
 		}
@@ -376,7 +451,7 @@ func (b *bridge) sample(ctx context.Context, params []byte) ([]byte, error) {
 		return nil, sandbox.ErrUnavailable
 	}
 	p.Meta = nil // _meta is the host's to set, never the guest's
-	out, err := b.ask(ctx, []pendingInput{{"sampling/createMessage", &p}})
+	out, err := b.ask(ctx, []pendingInput{{method: "sampling/createMessage", params: &p}})
 	if err != nil {
 		return nil, err
 	}
@@ -439,7 +514,7 @@ func (b *bridge) elicit(ctx context.Context, params []byte) ([]byte, error) {
 	if !b.elicitable() {
 		return nil, sandbox.ErrUnavailable
 	}
-	out, err := b.ask(ctx, []pendingInput{{"elicitation/create", ep}})
+	out, err := b.ask(ctx, []pendingInput{{method: "elicitation/create", params: ep}})
 	if err != nil {
 		return nil, err
 	}
@@ -471,7 +546,7 @@ func (b *bridge) elicitAll(ctx context.Context, params []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("elicit_all params: requests[%d]: %w", i, err)
 		}
-		reqs[i] = pendingInput{"elicitation/create", ep}
+		reqs[i] = pendingInput{method: "elicitation/create", params: ep}
 	}
 	if !b.elicitable() {
 		return nil, sandbox.ErrUnavailable

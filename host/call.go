@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -55,7 +54,7 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 	// extension's wire on any session: its clients answer input through it (and
 	// through tasks/update), not as requests from the server.
 	if c.wire.roundTrips() {
-		answers, err := s.replayedAnswers(req.Params, t, c)
+		answers, err := s.replayedAnswers(t.Name, req.Params.Arguments, req.Params.RequestState, req.Params.InputResponses, c)
 		if err != nil {
 			return nil, err
 		}
@@ -131,58 +130,82 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 	default:
 	}
 	if b.mrtr != nil {
-		if pending, prior := b.mrtr.asked(); pending != nil {
-			return s.inputRequired(t, req.Params.Arguments, c, pending, prior)
+		pending, prior, bad := b.mrtr.asked()
+		if bad != nil {
+			return nil, bad
+		}
+		if pending != nil {
+			reqs, state, err := s.inputRequired(t.Name, req.Params.Arguments, c, pending, prior)
+			if err != nil {
+				return nil, err
+			}
+			return c.wire.inputRequired(reqs, state), nil
 		}
 	}
 	return o.res, o.err
 }
 
-// inputRequired answers a round that needs input: the pending requests under keys
-// never used before in this call, and the signed state to send back with the answers.
-func (s *Server) inputRequired(t *plugins.Tool, args json.RawMessage, c caller, pending []pendingInput, prior []json.RawMessage) (mcp.Result, error) {
+// inputRequired answers a round that needs input: the pending requests, each under
+// the guest's key or the next "input-N", and the signed state to send back with the
+// answers. name is what the state is bound to (the tool, or the prompt or resource
+// read), with args.
+func (s *Server) inputRequired(name string, args json.RawMessage, c caller, pending []pendingInput, prior map[string]json.RawMessage) (mcp.InputRequestMap, string, error) {
 	digest, err := argsDigest(args)
 	if err != nil {
-		return nil, invalidParams("arguments: %v", err)
+		return nil, "", invalidParams("arguments: %v", err)
 	}
-	st := requestState{Tool: t.Name, Args: digest, Owner: c.owner, Answers: prior}
+	st := requestState{Tool: name, Args: digest, Owner: c.owner, Answers: prior}
 	reqs := make(mcp.InputRequestMap, len(pending))
-	for i, p := range pending {
-		key := fmt.Sprintf("input-%d", len(prior)+i+1)
-		st.Keys = append(st.Keys, key)
-		reqs[key] = p.params
+	for _, p := range pending {
+		st.Keys = append(st.Keys, p.key)
+		reqs[p.key] = p.params
 	}
 	state, err := s.states.issue(st, time.Now())
 	if err != nil {
-		return nil, invalidParams("%v", err)
+		return nil, "", invalidParams("%v", err)
 	}
-	return c.wire.inputRequired(reqs, state), nil
+	return reqs, state, nil
 }
 
-// replayedAnswers checks a repeated call's requestState and returns every answer the
-// guest gets, in order: those of earlier rounds, then this round's inputResponses.
-func (s *Server) replayedAnswers(p *mcp.CallToolParamsRaw, t *plugins.Tool, c caller) ([]json.RawMessage, error) {
-	if p.RequestState == "" {
-		if p.InputResponses != nil {
-			return nil, invalidParams("inputResponses without requestState: answer an InputRequiredResult by repeating the call with both")
+// replayedAnswers returns the answers a repeated round gives the guest, by key: those
+// of earlier rounds (in the signed requestState) and this round's inputResponses for
+// the keys the last round asked; other keys are ignored, and a key asked but not
+// answered is asked again. inputResponses without requestState are a first round's
+// (SEP-2322 lets a client answer before it is asked): the guest takes those whose
+// keys it asks for. A requestState that fails its check is -32602.
+func (s *Server) replayedAnswers(name string, args json.RawMessage, state string, responses mcp.InputResponseMap, c caller) (map[string]json.RawMessage, error) {
+	if state == "" {
+		if len(responses) == 0 {
+			return nil, nil
 		}
-		return nil, nil
+		answers := make(map[string]json.RawMessage, len(responses))
+		for key, r := range responses {
+			raw, err := json.Marshal(r)
+			if err != nil || r == nil {
+				return nil, invalidParams("inputResponses[%q]: not a result", key)
+			}
+			answers[key] = raw
+		}
+		return answers, nil
 	}
-	st, err := s.states.verify(p.RequestState, t.Name, p.Arguments, c.owner, time.Now())
+	st, err := s.states.verify(state, name, args, c.owner, time.Now())
 	if err != nil {
 		return nil, invalidParams("%v", err)
 	}
-	answers := append([]json.RawMessage(nil), st.Answers...)
+	answers := make(map[string]json.RawMessage, len(st.Answers)+len(st.Keys))
+	for k, v := range st.Answers {
+		answers[k] = v
+	}
 	for _, key := range st.Keys {
-		r, ok := p.InputResponses[key]
+		r, ok := responses[key]
 		if !ok || r == nil {
-			return nil, invalidParams("inputResponses has no answer for %q", key)
+			continue // asked again
 		}
 		raw, err := json.Marshal(r)
 		if err != nil {
 			return nil, invalidParams("inputResponses[%q]: %v", key, err)
 		}
-		answers = append(answers, raw)
+		answers[key] = raw
 	}
 	if err := s.states.consume(context.Background(), st); err != nil {
 		return nil, invalidParams("%v", err)

@@ -115,6 +115,15 @@ func callerOf(ss *mcp.ServerSession, meta mcp.Meta, extra *mcp.RequestExtra) cal
 	if raw, ok := meta[clientCapsMetaKey]; ok {
 		var caps mcp.ClientCapabilities
 		if b, err := json.Marshal(raw); err == nil && json.Unmarshal(b, &caps) == nil {
+			// ClientCapabilities keeps "roots" only as RootsV2, which its own
+			// decoding leaves nil (go-sdk #607): a client that declares "roots": {}
+			// would not be seen to.
+			var roots struct {
+				Roots *mcp.RootCapabilities `json:"roots"`
+			}
+			if json.Unmarshal(b, &roots) == nil && roots.Roots != nil {
+				caps.RootsV2, caps.Roots = roots.Roots, *roots.Roots
+			}
 			c.caps = &caps
 			optIn = hasExtension(&caps)
 		}

@@ -74,7 +74,7 @@ func (b *bridge) onCancelled(ctx context.Context) {
 		return
 	}
 	if mrtr != nil {
-		if pending, _ := mrtr.asked(); pending != nil {
+		if pending, _, bad := mrtr.asked(); pending != nil || bad != nil {
 			return
 		}
 	}

@@ -385,8 +385,7 @@ func TestMultiRoundTrip(t *testing.T) {
 		{"forged", args, yes, string(forged), "not issued by this server"},
 		{"not base64", args, yes, "junk", "not issued by this server"},
 		{"other arguments", map[string]any{"filename": "c.txt"}, yes, fresh(), "another call"},
-		{"answer missing", args, map[string]any{"other": map[string]any{"action": "accept"}}, fresh(), "no answer for"},
-		{"answers without state", args, yes, "", "without requestState"},
+		{"answer of the wrong kind", args, map[string]any{key: map[string]any{"roots": []any{}}}, fresh(), "inputResponses"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -395,6 +394,15 @@ func TestMultiRoundTrip(t *testing.T) {
 				t.Errorf("tools/call = %s, %v; want -32602 %q", r.Result, r.Error, tt.want)
 			}
 		})
+	}
+	// A missing answer is asked again, under the same key; unknown keys are ignored.
+	_, again := call(args, map[string]any{"other": map[string]any{"action": "accept"}}, fresh())
+	if again.ResultType != "input_required" || again.InputRequests[key] == nil || again.RequestState == "" {
+		t.Errorf("round without the answer = %+v, want the same request again", again)
+	}
+	// Answers without requestState are a first round's (SEP-2322).
+	if _, first := call(args, yes, ""); first.ResultType != "complete" || first.text() != "Deleted b.txt" {
+		t.Errorf("answers without requestState = %+v", first)
 	}
 	// A state issued for one tool does not work for another.
 	r, err := c.Call("tools/call", map[string]any{"name": "multi_input", "arguments": map[string]any{},

@@ -81,7 +81,15 @@ func (s *Server) readHandler(p *plugins.Plugin) mcp.ResourceHandler {
 		}
 		b := s.featureBridge(req.Session, p, "resources/read "+uri, req.Params.GetProgressToken())
 		b.rec = callerFrom(ctx, req.Session).rec
-		out, err := p.Read(ctx, uri, b)
+		label := "resources/read " + uri
+		round, err := s.featureRound(ctx, b, label, nil, req.Params.RequestState, req.Params.InputResponses)
+		if err != nil {
+			return nil, err
+		}
+		out, err := p.Read(round.ctx(ctx), uri, b)
+		if reqs, state, rerr := round.end(label, nil); rerr != nil || reqs != nil {
+			return &mcp.ReadResourceResult{InputRequests: reqs, RequestState: state}, rerr
+		}
 		if err != nil {
 			return nil, s.featureError(ctx, "resources/read", err)
 		}
@@ -100,7 +108,19 @@ func (s *Server) promptHandler(pr *plugins.Prompt) mcp.PromptHandler {
 		}
 		b := s.featureBridge(req.Session, pr.Plugin, "prompts/get "+pr.Name, req.Params.GetProgressToken())
 		b.rec = callerFrom(ctx, req.Session).rec
-		out, err := pr.Get(ctx, req.Params.Arguments, b)
+		label := "prompts/get " + pr.Name
+		args, err := json.Marshal(req.Params.Arguments)
+		if err != nil {
+			return nil, invalidParams("arguments: %v", err)
+		}
+		round, err := s.featureRound(ctx, b, label, args, req.Params.RequestState, req.Params.InputResponses)
+		if err != nil {
+			return nil, err
+		}
+		out, err := pr.Get(round.ctx(ctx), req.Params.Arguments, b)
+		if reqs, state, rerr := round.end(label, args); rerr != nil || reqs != nil {
+			return &mcp.GetPromptResult{InputRequests: reqs, RequestState: state}, rerr
+		}
 		if err != nil {
 			return nil, s.featureError(ctx, "prompts/get", err)
 		}
@@ -165,6 +185,60 @@ func (s *Server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
 		}
 	}
 	return mcp.ResourceNotFoundError(uri)
+}
+
+// featureMRTR is the multi round trip of one resources/read or prompts/get on
+// 2026-07-28 (SEP-2322 allows InputRequiredResult on both): the guest runs again
+// with the answers, as a tool's does (see callSync). nil elsewhere, where the
+// bridge asks the client on the session.
+type featureMRTR struct {
+	s      *Server
+	c      caller
+	run    *mrtrRun
+	runCtx context.Context
+}
+
+// featureRound prepares b for a multi round trip where the caller's wire has one.
+func (s *Server) featureRound(ctx context.Context, b *bridge, label string, args json.RawMessage, state string, responses mcp.InputResponseMap) (*featureMRTR, error) {
+	c := callerFrom(ctx, b.session)
+	b.caps = c.caps
+	if !c.wire.stateless() {
+		return nil, nil
+	}
+	answers, err := s.replayedAnswers(label, args, state, responses, c)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	b.mrtr = &mrtrRun{answers: answers, cancel: cancel}
+	return &featureMRTR{s: s, c: c, run: b.mrtr, runCtx: runCtx}, nil
+}
+
+// ctx is the context the guest runs in: one the round can end.
+func (f *featureMRTR) ctx(parent context.Context) context.Context {
+	if f == nil {
+		return parent
+	}
+	return f.runCtx
+}
+
+// end returns the input requests and signed state that end this round, if the
+// guest asked for input the client has not given yet, or the error of an answer of
+// the wrong shape. The middleware renders them as the wire's InputRequiredResult
+// (no contents, messages, ttlMs or cacheScope).
+func (f *featureMRTR) end(label string, args json.RawMessage) (mcp.InputRequestMap, string, error) {
+	if f == nil {
+		return nil, "", nil
+	}
+	defer f.run.cancel()
+	pending, prior, bad := f.run.asked()
+	if bad != nil {
+		return nil, "", bad
+	}
+	if pending == nil {
+		return nil, "", nil
+	}
+	return f.s.inputRequired(label, args, f.c, pending, prior)
 }
 
 // featureBridge carries the guest requests of a resource read, prompt or completion

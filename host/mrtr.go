@@ -24,7 +24,7 @@ import (
 // cannot ask the client for input in the middle of a call. A synchronous call whose
 // guest asks is answered with InputRequiredResult instead; the client repeats the call
 // with the answers and the requestState, and the guest runs again from the start,
-// getting the earlier answers, in order, for its requests.
+// getting the earlier answers, by key, for its requests.
 //
 // The state travels through the client, so it is signed (HMAC-SHA256 with a key
 // drawn at start and never stored, so that a state does not survive a restart; or,
@@ -42,13 +42,13 @@ const maxStateBytes = 256 << 10
 
 // requestState is the signed content.
 type requestState struct {
-	Tool    string            `json:"tool"`
-	Args    string            `json:"args"`  // hex sha256 of the canonical arguments
-	Owner   string            `json:"owner"` // the requester the state was issued to
-	Answers []json.RawMessage `json:"answers"`
-	Keys    []string          `json:"keys"` // the input requests of this round, in asking order
-	Expires int64             `json:"exp"`  // unix milliseconds
-	Nonce   string            `json:"nonce"`
+	Tool    string                     `json:"tool"`
+	Args    string                     `json:"args"`    // hex sha256 of the canonical arguments
+	Owner   string                     `json:"owner"`   // the requester the state was issued to
+	Answers map[string]json.RawMessage `json:"answers"` // by key, of earlier rounds
+	Keys    []string                   `json:"keys"`    // the input requests of this round
+	Expires int64                      `json:"exp"`     // unix milliseconds
+	Nonce   string                     `json:"nonce"`
 }
 
 // stateSigner issues and checks request states.

@@ -23,7 +23,7 @@ func TestRequestState(t *testing.T) {
 	}
 	issue := func() string {
 		raw, err := s.issue(requestState{Tool: "tool", Args: digest, Owner: "anonymous",
-			Answers: []json.RawMessage{json.RawMessage(`{"action":"accept"}`)}, Keys: []string{"input-2"}}, t0)
+			Answers: map[string]json.RawMessage{"input-1": json.RawMessage(`{"action":"accept"}`)}, Keys: []string{"input-2"}}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}

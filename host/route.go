@@ -22,7 +22,11 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if ss == nil {
 			return next(ctx, method, req)
 		}
-		c := callerOf(ss, requestMeta(req), req.GetExtra())
+		meta := requestMeta(req)
+		c := callerOf(ss, meta, req.GetExtra())
+		if err := checkLogLevel(c, meta); err != nil {
+			return nil, err
+		}
 		if c.owner == anonymousOwner {
 			c.source = s.anonymousSource(req.GetExtra())
 		}
@@ -45,18 +49,30 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return c.wire.listTools(s.visibleTools(r, req.GetExtra()), s.catalog), nil
 			}
 			return res, err
-		case "resources/read", "prompts/get":
-			res, err := next(ctx, method, req)
-			if c.rec != nil {
-				s.auditRequest(start, method, ss, req.GetExtra(), c, featureFields(req), res, err)
-			}
-			return res, err
 		case "resources/list", "resources/templates/list", "prompts/list":
 			res, err := next(ctx, method, req)
 			if err != nil {
 				return res, err
 			}
 			return s.visibleFeatures(res, req.GetExtra()), nil
+		case "prompts/get", "resources/read":
+			res, err := next(ctx, method, req)
+			if err == nil && c.wire.stateless() {
+				switch r := res.(type) {
+				case *mcp.GetPromptResult:
+					if r.InputRequests != nil {
+						res = c.wire.inputRequired(r.InputRequests, r.RequestState)
+					}
+				case *mcp.ReadResourceResult:
+					if r.InputRequests != nil {
+						res = c.wire.inputRequired(r.InputRequests, r.RequestState)
+					}
+				}
+			}
+			if c.rec != nil {
+				s.auditRequest(start, method, ss, req.GetExtra(), c, featureFields(req), res, err)
+			}
+			return res, err
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {
 				var res mcp.Result
@@ -75,6 +91,24 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// logLevelMetaKey is where a 2026-07-28 request asks for the log lines of its own
+// processing, at or above a level.
+const logLevelMetaKey = "io.modelcontextprotocol/logLevel"
+
+// checkLogLevel refuses (-32602) a 2026-07-28 request whose _meta asks for log lines
+// at a level MCP does not define; the SDK would take it as "everything".
+func checkLogLevel(c caller, meta map[string]any) error {
+	raw, ok := meta[logLevelMetaKey]
+	if !ok || !c.wire.stateless() {
+		return nil
+	}
+	switch raw {
+	case "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency":
+		return nil
+	}
+	return invalidParams("_meta[%q] must be one of debug, info, notice, warning, error, critical, alert, emergency, not %v", logLevelMetaKey, raw)
 }
 
 // requestMeta returns a request's params._meta, if any.

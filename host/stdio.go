@@ -318,9 +318,7 @@ func (c *stdioConn) track(msg jsonrpc.Message) {
 	if json.Unmarshal(req.Params, &p) != nil {
 		return
 	}
-	if f, ok := p.RequestID.(float64); ok {
-		p.RequestID = int64(f)
-	}
+	// MakeID takes a number as JSON decodes it (float64), not as an int64.
 	if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
 		c.done(id)
 	}

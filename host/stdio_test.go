@@ -148,3 +148,35 @@ func BenchmarkDecodeLine(b *testing.B) {
 		}
 	})
 }
+
+// TestTrackForgetsCancelled: a request the client cancelled gets no answer, so the
+// connection forgets it, whether its id is a number or a string; the end of input
+// then waits for nothing.
+func TestTrackForgetsCancelled(t *testing.T) {
+	tests := []struct {
+		name, id string
+	}{
+		{"number", `7`},
+		{"string", `"seven"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &stdioConn{pending: map[jsonrpc.ID]bool{}}
+			for _, line := range []string{
+				`{"jsonrpc":"2.0","id":` + tt.id + `,"method":"tools/call","params":{}}`,
+				`{"jsonrpc":"2.0","id":99,"method":"tools/list"}`,
+				`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + tt.id + `}}`,
+			} {
+				msg, err := jsonrpc.DecodeMessage([]byte(line))
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.track(msg)
+			}
+			other, _ := jsonrpc.MakeID(float64(99))
+			if len(c.pending) != 1 || !c.pending[other] {
+				t.Errorf("pending after cancelling %s = %v, want only 99", tt.id, c.pending)
+			}
+		})
+	}
+}

@@ -120,6 +120,13 @@ func (s *Server) deliverInput(ctx context.Context, ss *mcp.ServerSession, own, t
 			return
 		}
 		send = func() (any, error) { return ss.CreateMessage(ctx, &p) }
+	case "roots/list":
+		var p mcp.ListRootsParams
+		if err := json.Unmarshal(in.Params, &p); err != nil {
+			s.tasks.Answer(own, taskID, in.Key, tasks.Reply{Err: err})
+			return
+		}
+		send = func() (any, error) { return ss.ListRoots(ctx, &p) }
 	default:
 		s.tasks.Answer(own, taskID, in.Key, tasks.Reply{Err: fmt.Errorf("no way to deliver %s", in.Method)})
 		return

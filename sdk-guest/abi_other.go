@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -17,6 +18,11 @@ type TestHost struct {
 	Elicit func(message string, schema json.RawMessage) (*ElicitResult, error)
 	// Sample answers Call.Sample; nil answers ErrUnavailable.
 	Sample func(SampleRequest) (*SampleResult, error)
+	// Ask answers each request of Call.Ask (and Call.ListRoots) with a value that
+	// encodes as the client's result; ErrUnavailable leaves the request unasked.
+	// nil: elicitations go to Elicit, sampling to Sample, and roots/list is
+	// unavailable.
+	Ask func(key string, req InputRequest) (any, error)
 
 	mu       sync.Mutex
 	logs     []LogEntry
@@ -120,6 +126,8 @@ func (b testBackend) request(method string, params []byte) ([]byte, error) {
 		return []byte("{}"), nil
 	case "close_stream":
 		return nil, ErrUnavailable
+	case "input":
+		return b.input(params)
 	case "sample":
 		if b.h.Sample == nil {
 			return nil, ErrUnavailable
@@ -204,4 +212,70 @@ func CallTool(h *TestHost, name string, args any) (*Result, error) {
 // Manifest returns the manifest the plugin would give the host: its tools and schemas.
 func Manifest() ([]byte, error) {
 	return manifest()
+}
+
+// input answers an "input" request as mcp-wasmhost does: by key, the unanswerable
+// ones listed as unavailable.
+func (b testBackend) input(params []byte) ([]byte, error) {
+	var p struct {
+		Requests map[string]struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		} `json:"requests"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, err
+	}
+	out := Answers{Responses: map[string]json.RawMessage{}}
+	for key, r := range p.Requests {
+		res, err := b.answer(key, InputRequest{Method: r.Method, Params: r.Params})
+		if errors.Is(err, ErrUnavailable) {
+			out.Unavailable = append(out.Unavailable, key)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		raw, err := json.Marshal(res)
+		if err != nil {
+			return nil, err
+		}
+		out.Responses[key] = raw
+	}
+	if len(out.Responses) == 0 {
+		return nil, ErrUnavailable
+	}
+	slices.Sort(out.Unavailable)
+	return json.Marshal(out)
+}
+
+func (b testBackend) answer(key string, req InputRequest) (any, error) {
+	if b.h.Ask != nil {
+		return b.h.Ask(key, req)
+	}
+	raw, _ := req.Params.(json.RawMessage)
+	switch req.Method {
+	case "elicitation/create":
+		if b.h.Elicit == nil {
+			return nil, ErrUnavailable
+		}
+		var q struct {
+			Message         string          `json:"message"`
+			RequestedSchema json.RawMessage `json:"requestedSchema"`
+		}
+		if err := json.Unmarshal(raw, &q); err != nil {
+			return nil, err
+		}
+		return b.h.Elicit(q.Message, q.RequestedSchema)
+	case "sampling/createMessage":
+		if b.h.Sample == nil {
+			return nil, ErrUnavailable
+		}
+		var sr SampleRequest
+		if err := json.Unmarshal(raw, &sr); err != nil {
+			return nil, err
+		}
+		return b.h.Sample(sr)
+	}
+	return nil, ErrUnavailable
 }

@@ -37,6 +37,9 @@ type Response struct {
 	Header     http.Header // the HTTP response's
 	Result     json.RawMessage
 	Error      *jsonrpc.Error
+	// Frames are the messages the server sent on the response stream before the
+	// answer (notifications, and requests if it wrongly sent any).
+	Frames []json.RawMessage
 }
 
 // Call sends method with params; header adds or replaces headers (a nil value
@@ -77,8 +80,10 @@ func (s *Stateless) Call(method string, params map[string]any, header map[string
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", method)
 	switch {
-	case method == "tools/call":
+	case method == "tools/call", method == "prompts/get":
 		req.Header.Set("Mcp-Name", fmt.Sprint(params["name"]))
+	case method == "resources/read":
+		req.Header.Set("Mcp-Name", fmt.Sprint(params["uri"]))
 	case strings.HasPrefix(method, "tasks/") && params["taskId"] != nil:
 		req.Header.Set("Mcp-Name", fmt.Sprint(params["taskId"]))
 	}
@@ -114,9 +119,13 @@ func (s *Stateless) Call(method string, params map[string]any, header map[string
 				continue
 			}
 			msg.Result, msg.Error = nil, nil
-			if json.Unmarshal([]byte(strings.TrimSpace(data)), &msg) == nil && string(msg.ID) == fmt.Sprint(id) {
+			raw := []byte(strings.TrimSpace(data))
+			if json.Unmarshal(raw, &msg) == nil && string(msg.ID) == fmt.Sprint(id) && (msg.Result != nil || msg.Error != nil) {
 				found = true
 				break
+			}
+			if len(raw) > 0 {
+				out.Frames = append(out.Frames, raw)
 			}
 		}
 	} else {

@@ -1630,6 +1630,40 @@ MCPWH_API int32_t mcpwh_http_on_cancel(const char *method, const char *url, cons
     return r;
 }
 
+/*
+ * mcpwh_input makes up to 16 requests for input at once (ABI v1.3, "input"):
+ * requests_json is a JSON object mapping keys of the guest's choosing (1-64 bytes)
+ * to {"method": "elicitation/create" | "sampling/createMessage" | "roots/list",
+ * "params": {...}}. On MCP 2026-07-28 the client sees these keys in the
+ * InputRequiredResult.
+ *
+ * Returns what mcpwh_request returns: MCPWH_OK with *reply the malloc'd document
+ * {"responses": {key: result, ...}, "unavailable": [key, ...]} (keys whose
+ * capability the client did not declare were not asked); MCPWH_UNAVAILABLE if none
+ * could be asked; MCPWH_UNSUPPORTED from a host older than ABI v1.3.
+ *
+ *   const char *q = "{\"where\":{\"method\":\"roots/list\",\"params\":{}}}";
+ *   if (mcpwh_input(q, &reply, &n) == MCPWH_OK) { ... }
+ */
+MCPWH_API int32_t mcpwh_input(const char *requests_json, char **reply, size_t *reply_len)
+{
+    mcpwh_buf b = MCPWH_BUF_INIT;
+    int32_t r;
+    mcpwh_buf_puts(&b, "{\"requests\":");
+    mcpwh_buf_puts(&b, requests_json);
+    mcpwh_buf_puts(&b, "}");
+    if (b.failed) {
+        mcpwh_buf_free(&b);
+        *reply = NULL;
+        if (reply_len)
+            *reply_len = 0;
+        return MCPWH_NO_MEMORY;
+    }
+    r = mcpwh_request("input", b.data, b.len, reply, reply_len);
+    mcpwh_buf_free(&b);
+    return r;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Describe and call helpers                                                 */
 /* ------------------------------------------------------------------------ */
