@@ -127,6 +127,9 @@ type Server struct {
 	Auth Auth `toml:"auth"`
 	// Audit is the [server.audit] table: the audit trail (audit.go).
 	Audit Audit `toml:"audit"`
+	// Distribution is the [server.distribution] table: plugins from OCI registries
+	// (distribution.go).
+	Distribution Distribution `toml:"distribution"`
 }
 
 // CompilationCacheDir reports where compiled modules are cached on disk, and
@@ -227,12 +230,21 @@ type Plugin struct {
 	// plugins load. Nil means Name.
 	Prefix *string `toml:"prefix"`
 	// Path is the .wasm file, relative to the config file's directory.
-	// Load and Parse return it absolute. Required. Its existence and hash are
-	// checked when the plugin is loaded, not here.
+	// Load and Parse return it absolute. Exactly one of Path and Source is
+	// required. Its existence and hash are checked when the plugin is loaded,
+	// not here.
 	Path string `toml:"path"`
-	// SHA256 is the expected hex digest of the file at Path. Required; upper
-	// case is accepted and returned lower case.
+	// SHA256 is the expected hex digest of the file at Path. Required with Path,
+	// refused with Source; upper case is accepted and returned lower case.
 	SHA256 string `toml:"sha256"`
+	// Source is an OCI reference, "oci://REGISTRY/REPOSITORY:TAG" or
+	// "...@sha256:HEX", instead of Path: `mcp-wasmhost pull` resolves it and pins
+	// the manifest digest in mcp-wasmhost.lock beside the config; the server only
+	// reads the pinned digest from the cache (distribution.go).
+	Source string `toml:"source"`
+	// Verify is the source's signature policy ([plugins.verify], or
+	// verify = "none"). Required with Source, refused with Path.
+	Verify Verify `toml:"verify"`
 	// MemoryMiB caps the guest's linear memory, 1..MaxMemoryMiB.
 	// 0 means DefaultMemoryMiB.
 	MemoryMiB int `toml:"memory_mib"`
@@ -631,6 +643,7 @@ func (c *Config) finish(name, dir string, lines []keyLine) []error {
 	}
 	s.Auth.finish(dir, fail)
 	s.Audit.finish(dir, fail)
+	s.Distribution.finish(dir, fail)
 	switch s.CacheDir {
 	case "":
 		s.CacheDir = defaultCacheDir()
@@ -723,21 +736,7 @@ func (c *Config) finish(name, dir string, lines []keyLine) []error {
 			firstByPrefix[prefix] = i
 		}
 
-		if p.Path == "" {
-			fail(where, "path is required")
-		} else {
-			p.Path = resolve(dir, p.Path)
-		}
-
-		p.SHA256 = strings.ToLower(p.SHA256)
-		switch {
-		case p.SHA256 == "" && p.Path != "":
-			fail(where, "%s", missingPin(p.Path))
-		case p.SHA256 == "":
-			fail(where, "sha256 is required")
-		case !validSHA256(p.SHA256):
-			fail(where, "sha256 %q must be 64 hexadecimal characters", p.SHA256)
-		}
+		p.finishSource(where, dir, fail) // path and sha256, or source and verify (distribution.go)
 
 		p.Where = name
 		if l := lineOf(lines, where, "path"); l > 0 {

@@ -28,6 +28,15 @@
 //	guest = "/data"            # where the guest sees it
 //	writable = false           # default read-only
 //
+// A plugin from an OCI registry has source and a signature policy instead of
+// path and sha256; mcp-wasmhost.lock beside the file pins it ([Distribution],
+// [Verify], docs/DISTRIBUTION.md):
+//
+//	[[plugins]]
+//	name = "kit"
+//	source = "oci://registry.example/org/textkit:1.0.0"
+//	verify = { key = "cosign.pub" }  # or identity, issuer, trusted_root; or "none"
+//
 // A plugin gets nothing it is not given here: no environment variables, no
 // directories, no more memory or time than its limits. An empty file is
 // valid: the server starts and offers no tools.

@@ -7,6 +7,10 @@
 //	mcp-wasmhost check [--strict]     load the config and every plugin, print a table per
 //	                                  plugin and the tools, and fail if anything is
 //	                                  refused (--strict: also on a warning)
+//	mcp-wasmhost pull [PLUGIN...]     resolve source = "oci://..." plugins, verify their
+//	                                  signatures and write mcp-wasmhost.lock
+//	mcp-wasmhost push FILE.wasm oci://REGISTRY/REPO:TAG
+//	                                  publish a module; prints the digest to sign
 //	mcp-wasmhost version              print the version (also --version)
 //
 // Logs go to stderr, never to stdout, which carries the stdio protocol.
@@ -62,7 +66,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (default: the config's log_level)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mcp-wasmhost [flags]\n       mcp-wasmhost [flags] check [--strict]\n       mcp-wasmhost version\n       mcp-wasmhost call|inspect|new|pin ...   a plugin author's tools (docs/AUTHORING.md)\n\nflags:\n")
+		fmt.Fprintf(stderr, "usage: mcp-wasmhost [flags]\n       mcp-wasmhost [flags] check [--strict]\n       mcp-wasmhost [flags] pull [PLUGIN...]\n       mcp-wasmhost [flags] push FILE.wasm oci://REGISTRY/REPO:TAG\n       mcp-wasmhost version\n       mcp-wasmhost call|inspect|new|pin ...   a plugin author's tools (docs/AUTHORING.md)\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -87,6 +91,10 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		if strict, err = checkFlags(fs.Args()[1:], stderr); err != nil {
 			return err
 		}
+	case "push":
+		return runPush(ctx, *configPath, fs.Args()[1:], stdout, stderr)
+	case "pull":
+		return runPull(ctx, *configPath, fs.Args()[1:], stdout, stderr)
 	case "version":
 		printVersion(stdout)
 		return nil
@@ -135,16 +143,26 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	if err != nil {
 		return err
 	}
+	configured := len(cfg.Plugins)
+	var provenance []provenance
+	var unopened []error
+	cfg.Plugins, provenance, unopened = openSources(ctx, cfg, *configPath, logger) // source = "oci://...": lockfile and cache only
+	if configured > 0 && len(cfg.Plugins) == 0 && !check {
+		return fmt.Errorf("no plugin could be loaded: %w", errors.Join(unopened...))
+	}
 	loaded, errs := loadEach(ctx, engine, workers, cfg, logger)
 	catalog, refused, err := catalogOf(cfg, loaded, errs, logger)
 	if err != nil && check {
-		return errors.Join(checkReport(stdout, cfg, loaded, errs, nil, nil, strict), err)
+		printProvenance(stdout, provenance)
+		return errors.Join(checkReport(stdout, cfg, loaded, errs, nil, nil, strict), err, errors.Join(unopened...))
 	}
 	if err != nil {
 		return err
 	}
 	defer catalog.Close(context.WithoutCancel(ctx))
+	refused = append(unopened, refused...)
 	if check {
+		printProvenance(stdout, provenance)
 		return checkReport(stdout, cfg, loaded, errs, catalog, append(refused, host.Vet(catalog)...), strict)
 	}
 

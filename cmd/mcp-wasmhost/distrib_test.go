@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/distrib/lock"
+	"github.com/mcp-wasmhost/mcp-wasmhost/distrib/oci"
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/registrytest"
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/sigtest"
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
+)
+
+// ociConfig writes a config whose [server.distribution] reaches reg with a password
+// file, plus extra plugin tables, with the signer's key beside it. It returns its path.
+func ociConfig(t *testing.T, reg *registrytest.Registry, key *sigtest.Key, plugins string) string {
+	t.Helper()
+	cfg := writeConfig(t, "")
+	dir := filepath.Dir(cfg)
+	os.WriteFile(filepath.Join(dir, "cosign.pub"), key.PublicPEM, 0o644)
+	os.WriteFile(filepath.Join(dir, "registry.password"), []byte("s3cret\n"), 0o600)
+	body := serverTOML(t) + fmt.Sprintf(`[server.distribution]
+cache_dir = %q
+docker_config = "no-docker-config.json"
+[[server.distribution.registries]]
+host = %q
+username = "ci"
+password_file = "registry.password"
+plain_http = true
+
+`, filepath.Join(dir, "oci-cache"), reg.Host) + plugins
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func sourceTOML(name, source, verify string) string {
+	return fmt.Sprintf("[[plugins]]\nname = %q\nsource = %q\nmemory_mib = 16\n%s\n\n", name, source, verify)
+}
+
+const keyed = "[plugins.verify]\nkey = \"cosign.pub\""
+
+// TestOCIPushPullRun is the whole path through the real binary against a registry with
+// password auth: push a module, sign it, publish the same module in hyper-mcp's Docker
+// image layout, pull both, check shows their provenance, then the registry stops and
+// the server serves both plugins from the cache over stdio.
+func TestOCIPushPullRun(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{Username: "ci", Password: "s3cret"})
+	key := sigtest.NewKey(t)
+	kit := "oci://" + reg.Host + "/plugins/textkit:1.0.0"
+	hyper := "oci://" + reg.Host + "/hyper-mcp/textkit-plugin:latest"
+	cfg := ociConfig(t, reg, key, sourceTOML("kit", kit, keyed)+sourceTOML("hyper", hyper, keyed))
+
+	// push, as a plugin author does.
+	wasmPath := testenv.Path("plugins/textkit/textkit.wasm")
+	out, err := exec.Command(binary, "--config", cfg, "push", wasmPath, kit).Output()
+	if err != nil {
+		t.Fatalf("push: %v: %s", err, stderrOf(err))
+	}
+	pushed := strings.TrimSpace(string(out))
+	if _, err := digest.Parse(pushed); err != nil {
+		t.Fatalf("push printed %q, want the manifest digest", out)
+	}
+	client, err := oci.NewClient(oci.Options{Registries: []oci.Registry{{Host: reg.Host, Username: "ci", Password: "s3cret", PlainHTTP: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	kitRef, _ := oci.ParseRef(kit)
+	if _, err := client.AttachBundle(ctx, kitRef, ocispec.Descriptor{Digest: digest.Digest(pushed)}, key.Sign(t, pushed), false); err != nil {
+		t.Fatal(err)
+	}
+	hyperRef, _ := oci.ParseRef(hyper)
+	wasm, _ := os.ReadFile(wasmPath)
+	hd, err := client.Push(ctx, hyperRef, wasm, oci.LayoutDockerImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.AttachBundle(ctx, hyperRef, hd, key.Sign(t, hd.Digest.String()), true); err != nil {
+		t.Fatal(err)
+	}
+
+	// pull writes the lockfile.
+	start := time.Now()
+	out, err = exec.Command(binary, "--config", cfg, "pull").Output()
+	t.Logf("pull of two sources: %s", time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		t.Fatalf("pull: %v: %s", err, stderrOf(err))
+	}
+	lf, err := lock.Read(lock.Path(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := lf.Plugins["kit"]; e.Digest != pushed || e.Signer == nil || e.Signer.Kind != "key" {
+		t.Errorf("lockfile kit = %+v, want %s signed by the key", e, pushed)
+	}
+	if e := lf.Plugins["hyper"]; e.Digest != hd.Digest.String() || e.Layout != string(oci.LayoutDockerImage) || e.Module != lf.Plugins["kit"].Module {
+		t.Errorf("lockfile hyper = %+v, want %s in the Docker layout, same module", e, hd.Digest)
+	}
+	if !strings.Contains(string(out), pushed) {
+		t.Errorf("pull output lacks the digest:\n%s", out)
+	}
+
+	// check shows provenance.
+	start = time.Now()
+	out, err = exec.Command(binary, "--config", cfg, "check").Output()
+	t.Logf("check, cache warm, both verified: %s", time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		t.Fatalf("check: %v: %s", err, stderrOf(err))
+	}
+	for _, want := range []string{kit, pushed, hyper, hd.Digest.String(), "key sha256:", "kit_ping", "hyper_ping"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// The tag moves (the same module republished in another layout, signed): only
+	// pull brings the new digest, and says so.
+	moved, err := client.Push(ctx, kitRef, wasm, oci.LayoutHyperORAS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.AttachBundle(ctx, kitRef, moved, key.Sign(t, moved.Digest.String()), false); err != nil {
+		t.Fatal(err)
+	}
+	if lf, _ := lock.Read(lock.Path(cfg)); lf.Plugins["kit"].Digest != pushed {
+		t.Fatalf("the lockfile changed without a pull: %+v", lf.Plugins["kit"])
+	}
+	combined, err := exec.Command(binary, "--config", cfg, "pull", "kit").CombinedOutput()
+	if err != nil || !strings.Contains(string(combined), "plugin updated") || !strings.Contains(string(combined), moved.Digest.String()) {
+		t.Errorf("pull after the tag moved = %v:\n%s", err, combined)
+	}
+	pushed = moved.Digest.String()
+	if lf, _ := lock.Read(lock.Path(cfg)); lf.Plugins["kit"].Digest != pushed || lf.Plugins["hyper"].Digest != hd.Digest.String() {
+		t.Errorf("lockfile after pull kit = %+v", lf.Plugins)
+	}
+
+	// The registry stops; the server needs only the cache.
+	reg.Stop()
+	cs, stderr := connectStdio(t, "--config", cfg)
+	for _, tool := range []string{"kit_ping", "hyper_ping"} {
+		if got := callText(t, cs, tool, map[string]any{}); got != "pong" {
+			t.Errorf("%s = %q, want pong; stderr:\n%s", tool, got, stderr)
+		}
+	}
+	cs.Close()
+
+	// pull with the registry down keeps the locked digests, with a warning.
+	combined, err = exec.Command(binary, "--config", cfg, "pull").CombinedOutput()
+	if err != nil || !strings.Contains(string(combined), "registry unreachable") {
+		t.Errorf("pull with the registry down = %v:\n%s", err, combined)
+	}
+	if again, _ := lock.Read(lock.Path(cfg)); again.Plugins["kit"].Digest != pushed {
+		t.Errorf("the lockfile changed: %+v", again.Plugins["kit"])
+	}
+}
+
+// TestOCIRefusedAtStart: a source the lockfile does not pin, or whose cached module was
+// changed, is refused with the reason and the other plugins are served; a source with
+// no policy is a config error.
+func TestOCIRefusedAtStart(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{Username: "ci", Password: "s3cret"})
+	key := sigtest.NewKey(t)
+	src := "oci://" + reg.Host + "/plugins/unpulled:1"
+	cfg := ociConfig(t, reg, key, sourceTOML("unpulled", src, keyed)+
+		pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
+	cs, stderr := connectStdio(t, "--config", cfg)
+	if got := callText(t, cs, "textkit_ping", map[string]any{}); got != "pong" {
+		t.Errorf("textkit_ping = %q", got)
+	}
+	if log := stderr.String(); !strings.Contains(log, "run mcp-wasmhost pull") || !strings.Contains(log, `plugin=unpulled`) {
+		t.Errorf("stderr does not refuse the unpulled source with the fix:\n%s", log)
+	}
+	cs.Close()
+
+	// A lockfile that does not parse refuses the sources, names the file, and the
+	// local plugin is still served.
+	os.WriteFile(lock.Path(cfg), []byte(`{"version":1,"plugins":{"unpulled":{"source":"oci://x/y:1","digest":"sha256:nothex"}}}`), 0o644)
+	out, err := exec.Command(binary, "--config", cfg, "check").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), lock.FileName) || !strings.Contains(string(out), "textkit_ping") {
+		t.Errorf("check with a bad lockfile = %v:\n%s", err, out)
+	}
+
+	noPolicy := ociConfig(t, reg, key, sourceTOML("bare", src, ""))
+	out, err = exec.Command(binary, "--config", noPolicy, "check").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "source needs a signature policy") {
+		t.Errorf("check of a source without a policy = %v:\n%s", err, out)
+	}
+
+	// verify = "none" must be written, and it is logged at start.
+	client, _ := oci.NewClient(oci.Options{Registries: []oci.Registry{{Host: reg.Host, Username: "ci", Password: "s3cret", PlainHTTP: true}}})
+	ref, _ := oci.ParseRef(src)
+	wasm, _ := os.ReadFile(testenv.Path("plugins/textkit/textkit.wasm"))
+	if _, err := client.Push(context.Background(), ref, wasm, oci.LayoutHyperORAS); err != nil {
+		t.Fatal(err)
+	}
+	unsigned := ociConfig(t, reg, key, sourceTOML("unsigned", src, `verify = "none"`))
+	if out, err := exec.Command(binary, "--config", unsigned, "pull").CombinedOutput(); err != nil {
+		t.Fatalf("pull: %v\n%s", err, out)
+	}
+	out, err = exec.Command(binary, "--config", unsigned, "check").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `verify = \"none\"`) || !strings.Contains(string(out), "unverified") {
+		t.Errorf("check of an unsigned source = %v:\n%s", err, out)
+	}
+	// A cached module changed on disk is refused at start.
+	lf, _ := lock.Read(lock.Path(unsigned))
+	h := strings.TrimPrefix(lf.Plugins["unsigned"].Module, "sha256:")
+	p := filepath.Join(filepath.Dir(unsigned), "oci-cache", "blobs", "sha256", h)
+	b, _ := os.ReadFile(p)
+	b[len(b)-1] ^= 1
+	os.WriteFile(p, b, 0o600)
+	out, err = exec.Command(binary, "--config", unsigned, "check").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "cached blob does not match its digest") {
+		t.Errorf("check with a changed cache = %v:\n%s", err, out)
+	}
+}
+
+func stderrOf(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(ee.Stderr)
+	}
+	return ""
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package oci_test
+
+const raceEnabled = true
