@@ -287,6 +287,7 @@ func (b *bridge) resourceUpdated(ctx context.Context, params []byte) ([]byte, er
 	if b.srv == nil {
 		return nil, sandbox.ErrUnavailable
 	}
+	b.srv.listens.resourceUpdated(p.URI)
 	if err := b.srv.mcp.ResourceUpdated(context.WithoutCancel(ctx), &mcp.ResourceUpdatedNotificationParams{URI: p.URI}); err != nil {
 		return nil, err
 	}

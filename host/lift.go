@@ -130,6 +130,16 @@ func liftTask(params json.RawMessage) json.RawMessage {
 type liftTransport struct {
 	inner mcp.Transport
 	srv   *Server
+
+	mu   sync.Mutex
+	last *liftConn // the connection Connect made last
+}
+
+// conn returns the connection Connect made last, or nil.
+func (t *liftTransport) conn() *liftConn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
 }
 
 func (t *liftTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -139,6 +149,9 @@ func (t *liftTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	lc := &liftConn{Connection: c, srv: t.srv}
 	t.srv.addStream(lc)
+	t.mu.Lock()
+	t.last = lc
+	t.mu.Unlock()
 	return lc, nil
 }
 
@@ -153,6 +166,7 @@ func (c *liftConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if req, ok := msg.(*jsonrpc.Request); ok {
 		req.Params = liftParams(req.Method, req.Params)
+		c.liftListen(req)
 		if req.Method == "initialize" {
 			var p mcp.InitializeParams
 			c.ext.Store(json.Unmarshal(req.Params, &p) == nil && extensionSession(&p))
@@ -162,7 +176,10 @@ func (c *liftConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *liftConn) Close() error {
-	c.once.Do(func() { c.srv.removeStream(c) })
+	c.once.Do(func() {
+		c.srv.removeStream(c)
+		c.srv.listens.drop(c)
+	})
 	return c.Connection.Close()
 }
 
@@ -204,7 +221,16 @@ func (s *Server) liftHTTP(stateful, stateless http.Handler) http.Handler {
 				writeHeaderMismatch(w, id, msg)
 				return
 			}
+			if id, msg := s.paramHeaderMismatch(r.Header, body); msg != "" {
+				writeHeaderMismatch(w, id, msg)
+				return
+			}
 		}
+		var done func()
+		if w, body, done, ok = s.listenHTTP(w, r, body); !ok {
+			return
+		}
+		defer done()
 		if next == stateful && noSession {
 			id, isInit := initializeID(body)
 			if !isInit {

@@ -73,6 +73,10 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				s.auditRequest(start, method, ss, req.GetExtra(), c, featureFields(req), res, err)
 			}
 			return res, err
+		case "subscriptions/listen":
+			if r, ok := req.(*mcp.SubscriptionsListenRequest); ok {
+				return s.listen(ctx, r, c, next)
+			}
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {
 				var res mcp.Result

@@ -88,6 +88,7 @@ type Server struct {
 	starting int        // stateful sessions admitted and not yet live
 
 	statuses *statusQueue // notifications/tasks/status on their way (status.go)
+	listens  listens      // the open subscriptions/listen (listen.go)
 
 	mu      sync.Mutex
 	streams map[*liftConn]bool // open stream connections, for notifications
@@ -237,8 +238,25 @@ func mcpTool(t *plugins.Tool) (*mcp.Tool, error) {
 // and skipped (stdioTransport); when in ends, the requests already read are answered
 // first.
 func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	t := &stdioTransport{in: in, out: out, maxBytes: s.limits.maxMessageBytes, logger: s.logger}
-	return s.mcp.Run(ctx, &liftTransport{inner: t, srv: s})
+	lt := &liftTransport{srv: s}
+	// When the input ends, the connection's listens end with their results, which
+	// the drain then writes like any answer.
+	t := &stdioTransport{in: in, out: out, maxBytes: s.limits.maxMessageBytes, logger: s.logger,
+		onEOF: func() { s.listens.endStream(lt.conn()) }}
+	lt.inner = t
+	// When ctx ends, the listens end with their results, written before the
+	// connection closes (listenDrainTimeout at most).
+	run, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	ended := context.AfterFunc(ctx, func() {
+		s.EndListens()
+		wait, cancel := context.WithTimeout(run, listenDrainTimeout)
+		defer cancel()
+		s.listens.wait(wait)
+		stop()
+	})
+	defer ended()
+	return s.mcp.Run(run, lt)
 }
 
 // Connect serves one client over a stream transport t (such as in-memory), as stdio is
@@ -271,6 +289,7 @@ func (s *Server) removeStream(c *liftConn) {
 func (s *Server) taskChanged(t tasks.Task) {
 	s.quotas.taskChanged(t)
 	s.auditStatus(t)
+	s.listens.taskChanged(t)
 	if t.Owner != localOwner {
 		return
 	}

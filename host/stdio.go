@@ -55,6 +55,9 @@ type stdioTransport struct {
 	maxBytes int           // largest line; 0 means DefaultMaxMessageBytes
 	drain    time.Duration // 0 means stdioDrainTimeout
 	logger   *slog.Logger
+	// onEOF, if set, is called when the input has ended, before the drain: it ends
+	// what would otherwise hold the drain (the connection's listens).
+	onEOF func()
 }
 
 var (
@@ -68,7 +71,7 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 		maxBytes = DefaultMaxMessageBytes
 	}
 	c := &stdioConn{
-		in: t.in, out: t.out, drain: t.drain, logger: t.logger,
+		in: t.in, out: t.out, drain: t.drain, logger: t.logger, onEOF: t.onEOF,
 		items:   make(chan lineItem),
 		closed:  make(chan struct{}),
 		pending: map[jsonrpc.ID]bool{},
@@ -99,6 +102,7 @@ type stdioConn struct {
 	out    io.WriteCloser
 	drain  time.Duration
 	logger *slog.Logger
+	onEOF  func()
 	items  chan lineItem
 
 	wmu sync.Mutex // one message per Write on out
@@ -281,6 +285,9 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case it := <-c.items:
 			switch {
 			case it.err != nil:
+				if c.onEOF != nil {
+					c.onEOF()
+				}
 				c.waitAnswered(ctx)
 				return nil, it.err
 			case it.reply != nil:

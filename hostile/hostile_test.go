@@ -187,8 +187,9 @@ func TestHostileGuests(t *testing.T) {
 		// A plugin's schemas are bounded at load: the refusal names the tool and the bound.
 		`plugin=refbomb err="plugin \"refbomb\": manifest: tools[1] (\"bomb\"): inputSchema: /$defs/d0: 4.4e+12 subschema evaluations can apply to one value, over the limit of 4096 (MaxAmplification)"`,
 		`plugin=deepschema err="plugin \"deepschema\": manifest: tools[1] (\"deep\"): inputSchema: JSON nests deeper than the limit of 128 levels (MaxSchemaDepth)"`,
-		// What only go-sdk refuses (by panicking in AddTool) refuses the plugin too.
-		`plugin=badheader err="go-sdk refused tool \"badheader_header\": AddTool \"badheader_header\": invalid parameter header annotations`,
+		// x-mcp-header on an object property is refused at load, naming the property,
+		// before go-sdk's AddTool could panic on it.
+		`plugin=badheader err="plugin \"badheader\": manifest: tools[1] (\"header\"): inputSchema: property \"a\": x-mcp-header needs \"type\" to be \"string\", \"integer\" or \"boolean\", not \"object\""`,
 		`plugin=procgrant err="plugin \"procgrant\": directory grant /proc: /proc is under /proc: ` + rootfs.SpecialRule,
 		`plugin=proclink err="plugin \"proclink\": directory grant ` + dirs.procLink + `: ` + dirs.procLink + ` resolves to /proc/`,
 	} {
@@ -224,7 +225,7 @@ func TestHostileGuests(t *testing.T) {
 		{name: "bad pointers to every host function", tool: "badptr_probe", want: "ok: -1 -1 -1 -3 0 -3 -2 -3 -1 -3 -8 -2 -1 ", bound: timeout},
 		{name: "$ref bomb", tool: "refbomb_bomb", args: map[string]int{"x": 1}, want: `rpc -32602: unknown tool "refbomb_bomb"`, bound: 0},
 		{name: "deep schema", tool: "deepschema_deep", want: `rpc -32602: unknown tool "deepschema_deep"`, bound: 0},
-		{name: "schema go-sdk panics on", tool: "badheader_ok", want: `rpc -32602: unknown tool "badheader_ok"`, bound: 0},
+		{name: "x-mcp-header on an object", tool: "badheader_ok", want: `rpc -32602: unknown tool "badheader_ok"`, bound: 0},
 		{name: "costly argument check", tool: "widecheck_check", args: map[string]any{"a": make([]int, 20000)}, want: "(MaxCheckWork)", bound: 0},
 		{name: "argument check error is cut", tool: "widecheck_check", args: map[string]any{"a": make([]int, 100)}, want: "more bytes)", bound: 0},
 		{name: "huge arguments", tool: "textkit_sha256", args: map[string]string{"text": huge}, want: "bytes exceeds the plugin's limit of 1048576", bound: timeout},
@@ -409,8 +410,8 @@ func eventually(cond func() bool) bool {
 }
 
 // TestCheckRefusesPathologicalSchemas: `mcp-wasmhost check` fails for a plugin whose
-// schema breaks a bound, naming the plugin, the tool and the bound, and for one that
-// go-sdk refuses, and still lists the tools of the others.
+// schema breaks a bound, naming the plugin, the tool and the bound, and for one whose
+// x-mcp-header annotation is refused, and still lists the tools of the others.
 func TestCheckRefusesPathologicalSchemas(t *testing.T) {
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "[server]\ncache_dir = %q\n\n", testenv.CacheDir())
@@ -438,8 +439,8 @@ func TestCheckRefusesPathologicalSchemas(t *testing.T) {
 		"3 plugin(s) refused",
 		`plugin "refbomb": manifest: tools[1] ("bomb"): inputSchema: /$defs/d0: 4.4e+12 subschema evaluations can apply to one value, over the limit of 4096 (MaxAmplification)`,
 		`plugin "deepschema": manifest: tools[1] ("deep"): inputSchema: JSON nests deeper than the limit of 128 levels (MaxSchemaDepth)`,
-		// What only go-sdk refuses, check finds too.
-		`plugin "badheader": go-sdk refused tool "badheader_header": AddTool "badheader_header": invalid parameter header annotations`,
+		// x-mcp-header on an object property, which go-sdk's AddTool would panic on.
+		`plugin "badheader": manifest: tools[1] ("header"): inputSchema: property "a": x-mcp-header needs "type" to be "string", "integer" or "boolean", not "object"`,
 		"textkit_sha256",
 	} {
 		if !strings.Contains(string(out), want) {

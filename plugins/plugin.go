@@ -126,7 +126,8 @@ type Tool struct {
 	// synchronously; elsewhere the request changes nothing.
 	GuestStartsTask bool
 
-	input, output *Schema // compiled at load (schema.go)
+	input, output *Schema       // compiled at load (schema.go)
+	headers       []ParamHeader // x-mcp-header annotations (mcpheader.go)
 }
 
 // Load verifies, compiles and describes one plugin. On error nothing stays loaded.
@@ -273,6 +274,9 @@ func (t *Tool) prepare(seen map[string]bool) error {
 	seen[t.GuestName] = true
 	var err error
 	if t.input, err = compileSchema(t.InputSchema); err != nil {
+		return fmt.Errorf("inputSchema: %w", err)
+	}
+	if t.headers, err = paramHeaders(t.InputSchema); err != nil {
 		return fmt.Errorf("inputSchema: %w", err)
 	}
 	if t.OutputSchema != nil {

@@ -437,6 +437,7 @@ func serveHTTP(ctx context.Context, srv *host.Server, guard *authn.Authenticator
 		handler = guard.Wrap(handler)
 	}
 	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(srv.EndListens) // a listen's response ends with its result
 	logger.Info("serving Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp")
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()

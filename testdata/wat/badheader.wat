@@ -1,6 +1,6 @@
-;; A plugin whose tool "header" puts x-mcp-header on an object property: the plugin's
-;; checks accept it, but go-sdk's AddTool panics on it. host.New must refuse the plugin,
-;; logging the reason, and serve the others.
+;; A plugin whose tool "header" puts x-mcp-header on an object property, which go-sdk's
+;; AddTool panics on. The plugin's load check (plugins/mcpheader.go) refuses it first,
+;; naming the property, and the others are served.
 ;; Its manifest is the data at 0; mcpwh_call answers every call with a fixed result.
 (module
   (import "mcpwh" "output_write" (func $out (param i32 i32) (result i32)))
