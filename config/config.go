@@ -179,7 +179,9 @@ type Tasks struct {
 	// Store is where tasks are kept: StoreSQLite (a crash-safe file in DataDir,
 	// tasks.sqlite, that every local server on the same DataDir shares),
 	// StoreBolt (a crash-safe file, tasks.db, one server at a time) or
-	// StoreMemory (gone when the server stops). "" means StoreSQLite.
+	// StoreMemory (gone when the server stops), or a PostgreSQL URL
+	// (postgres://user:password@host:port/database?sslmode=..., or postgresql://)
+	// that any number of replicas share (docs/STORE.md). "" means StoreSQLite.
 	Store string `toml:"store"`
 	// DataDir holds the task store file (tasks.sqlite or tasks.db), relative to the config
 	// file's directory. "" means $XDG_STATE_HOME/mcp-wasmhost, or
@@ -204,6 +206,12 @@ const (
 	StoreBolt   = "bolt"
 	StoreMemory = "memory"
 )
+
+// IsPostgres reports whether store is a PostgreSQL URL (postgres:// or
+// postgresql://).
+func IsPostgres(store string) bool {
+	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+}
 
 // DefaultDataDir returns where the task store lives when data_dir is "".
 func DefaultDataDir() string {
@@ -682,7 +690,13 @@ func (c *Config) finish(name, dir string, lines []keyLine) []error {
 		tk.Store = StoreSQLite
 	case StoreSQLite, StoreBolt, StoreMemory:
 	default:
-		fail("tasks", "store %q is not %q, %q or %q", tk.Store, StoreSQLite, StoreBolt, StoreMemory)
+		switch {
+		case IsPostgres(tk.Store):
+		case strings.Contains(tk.Store, "://"): // not shown: it may hold a password
+			fail("tasks", "store is a URL but not a postgres:// or postgresql:// one")
+		default:
+			fail("tasks", "store %q is not %q, %q, %q or a postgres:// URL", tk.Store, StoreSQLite, StoreBolt, StoreMemory)
+		}
 	}
 	if tk.DataDir == "" {
 		tk.DataDir = DefaultDataDir()

@@ -50,7 +50,14 @@ func TestTasks(t *testing.T) {
 		{"sweep interval out of range", "[tasks]\nsweep_interval = \"10ms\"\n", config.Tasks{}, "sweep_interval 10ms out of range"},
 		{"anonymous limit out of range", "[tasks]\nmax_anonymous = -1\n", config.Tasks{}, "max_anonymous -1 out of range"},
 		{"unknown key", "[tasks]\nmax_tll = \"1h\"\n", config.Tasks{}, `:2: unknown key "tasks.max_tll"`},
-		{"bad store", "[tasks]\nstore = \"redis\"\n", config.Tasks{}, `store "redis" is not "sqlite", "bolt" or "memory"`},
+		{"bad store", "[tasks]\nstore = \"redis\"\n", config.Tasks{}, `store "redis" is not "sqlite", "bolt", "memory" or a postgres:// URL`},
+		{"postgres", "[tasks]\nstore = \"postgres://mcp:pw@db.internal:5432/tasks\"\n", config.Tasks{
+			DefaultTTL: config.Duration{Duration: time.Hour}, MaxTTL: config.Duration{Duration: 24 * time.Hour},
+			PollInterval: config.Duration{Duration: time.Second}, MaxPerClient: 64, Store: "postgres://mcp:pw@db.internal:5432/tasks"}, ""},
+		{"postgresql", "[tasks]\nstore = \"postgresql:///tasks?host=/run/postgresql\"\n", config.Tasks{
+			DefaultTTL: config.Duration{Duration: time.Hour}, MaxTTL: config.Duration{Duration: 24 * time.Hour},
+			PollInterval: config.Duration{Duration: time.Second}, MaxPerClient: 64, Store: "postgresql:///tasks?host=/run/postgresql"}, ""},
+		{"other URL, not shown", "[tasks]\nstore = \"mysql://u:hunter2@h/db\"\n", config.Tasks{}, "store is a URL but not a postgres:// or postgresql:// one"},
 		{"bad result size", "[tasks]\nmax_result_bytes = -1\n", config.Tasks{}, "max_result_bytes -1 out of range"},
 	}
 	for _, tt := range tests {
@@ -59,6 +66,9 @@ func TestTasks(t *testing.T) {
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("Parse(%q) = %v, want error containing %q", tt.doc, err, tt.err)
+				}
+				if strings.Contains(err.Error(), "hunter2") {
+					t.Errorf("Parse(%q) = %v: the error shows the password", tt.doc, err)
 				}
 				return
 			}

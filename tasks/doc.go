@@ -26,5 +26,8 @@
 // interface. A Store that several server processes share (tasks/sqlstore) is also
 // [Shared]: the Manager then records which instance runs each task, polls a task
 // another instance runs, and sends that instance the task's cancel and the answers to
-// its input requests as [Signal]s, so that every instance answers for every task.
+// its input requests as [Signal]s, so that every instance answers for every task. A
+// Shared store that is also a [Waker] (PostgreSQL's NOTIFY) wakes the Manager when
+// signals arrive; on others it polls every [SignalPoll]. store.go lists the optional
+// interfaces a Store may have, which a wrapper of a Store must keep visible.
 package tasks

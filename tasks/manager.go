@@ -875,13 +875,19 @@ func (h *Handle) shareInputs(l *live) {
 }
 
 // hear receives, on a Shared store, the signals other instances send about the tasks
-// this one runs, every SignalPoll, until Close.
+// this one runs, every SignalPoll (on a Waker: when woken, and every WakePoll), until
+// Close.
 func (m *Manager) hear() {
 	defer close(m.heard)
 	if m.shared == nil {
 		return
 	}
-	tick := time.NewTicker(SignalPoll)
+	every := SignalPoll
+	var wake <-chan struct{}
+	if w, ok := m.shared.(Waker); ok && w.Wake() != nil {
+		every, wake = WakePoll, w.Wake()
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	failing := "" // the error last logged: a lasting one is logged once
 	for {
@@ -889,6 +895,7 @@ func (m *Manager) hear() {
 		case <-m.stop:
 			return
 		case <-tick.C:
+		case <-wake:
 		}
 		signals, err := m.shared.Receive(context.Background())
 		if err != nil {

@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Shared is a Store that several server processes use at once (sqlstore): each
@@ -32,6 +33,21 @@ type Shared interface {
 	// Receive returns, and removes, the signals sent to this instance.
 	Receive(ctx context.Context) ([]Signal, error)
 }
+
+// Waker is a Shared store that can tell its instance at once that signals were sent
+// to it (PostgreSQL's NOTIFY, sent in the transaction that records the signal). A
+// Manager on a Waker receives signals when woken, and polls only every WakePoll as a
+// fallback (a lost wake-up, a reconnection); on a Shared store that is not a Waker,
+// or whose Wake is nil, it polls every SignalPoll.
+type Waker interface {
+	Shared
+	// Wake returns a channel that gets a value (it may coalesce several) after
+	// signals were sent to this instance, or nil if the store cannot wake.
+	Wake() <-chan struct{}
+}
+
+// WakePoll is how often a Manager on a Waker polls for signals anyway.
+const WakePoll = time.Second
 
 // PendingInput is an input request as a Shared store keeps it.
 type PendingInput struct {

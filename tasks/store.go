@@ -10,6 +10,18 @@ import (
 // Store keeps tasks. The Manager is its only writer and serializes updates to one
 // task, so a Store needs only to be safe for concurrent use; a durable Store persists
 // each Put before returning.
+//
+// A Store may implement optional interfaces, which the Manager finds by a type
+// assertion on Options.Store; these are all of them:
+//   - [Shared]: several server processes use the store at once (tasks/sqlstore);
+//   - [Waker]: a Shared store that wakes its instance when signals arrive
+//     (sqlstore on PostgreSQL).
+//
+// (The host finds one more on the store it is given: UseNonce, host.Nonces.) A type
+// that wraps a Store (to count or trace its calls) must keep each of these that the
+// wrapped store has visible, or the Manager silently loses them: with Waker hidden,
+// cross-instance cancels and answers wait for the WakePoll fallback. storetest's
+// contract checks that a store's Manager is woken.
 type Store interface {
 	// Put creates or replaces a task.
 	Put(ctx context.Context, t Task) error

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"text/template"
 	"time"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/pgtest"
 )
 
 // Variant is one way of configuring mcp-wasmhost; every figure of ours is measured in
@@ -20,7 +22,7 @@ import (
 // baselines. A variant is a few lines of config.toml, so adding one is one entry here.
 type Variant struct {
 	Name        string // as shown in the figures
-	Store       string // [tasks] store: "memory", "sqlite" or "bolt"
+	Store       string // [tasks] store: "memory", "sqlite", "bolt", or "postgres": a database of a PostgreSQL server the harness starts (internal/pgtest), one per server
 	PluginLines string // extra lines written into every [[plugins]] table
 	Figures     []int  // the figures it is measured in; nil = all
 }
@@ -34,6 +36,7 @@ var Variants = []Variant{
 	{Name: "mcp-wasmhost, trusted (in-process)", Store: "memory", PluginLines: "trusted = true"},
 	{Name: "mcp-wasmhost, durable store", Store: "bolt", Figures: []int{2}},
 	{Name: "mcp-wasmhost, SQLite store (default)", Store: "sqlite", Figures: []int{2}},
+	{Name: "mcp-wasmhost, PostgreSQL store (1 replica)", Store: "postgres", Figures: []int{2}},
 }
 
 func (v Variant) in(figure int) bool {
@@ -110,7 +113,8 @@ type Env struct {
 	cache string // the compilation cache shared by every start except cold ones
 	hc    *http.Client
 	n     int
-	errs  []error // servers that did not stop
+	errs  []error        // servers that did not stop
+	pg    *pgtest.Server // started by the first "postgres" variant
 }
 
 // Setup builds mcp-wasmhost and the mcp-go peer, installs the TypeScript peer's pinned
@@ -151,8 +155,32 @@ func Setup(ctx context.Context, root string, smoke bool, reps int, log io.Writer
 	return e, nil
 }
 
-// Close removes the work directory.
-func (e *Env) Close() { os.RemoveAll(e.work) }
+// Close stops the PostgreSQL server, if one was started, and removes the work
+// directory.
+func (e *Env) Close() {
+	if e.pg != nil {
+		if err := e.pg.Stop(); err != nil {
+			e.logf("%v", err)
+		}
+	}
+	os.RemoveAll(e.work)
+}
+
+// store is the [tasks] store of a server of v: for "postgres", a new database on the
+// harness's PostgreSQL server, started at the first use.
+func (e *Env) store(v Variant) (string, error) {
+	if v.Store != "postgres" {
+		return v.Store, nil
+	}
+	if e.pg == nil {
+		pg, err := pgtest.Launch(context.Background())
+		if err != nil {
+			return "", err
+		}
+		e.pg = pg
+	}
+	return e.pg.CreateDatabase(context.Background())
+}
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
@@ -171,10 +199,14 @@ func (e *Env) Ours(v Variant, cacheDir string, plugins ...Plugin) (Server, error
 		Plugin
 		SHA256 string
 	}
+	store, err := e.store(v)
+	if err != nil {
+		return Server{}, err
+	}
 	data := struct {
 		CacheDir, Store, DataDir, PluginLines, PollInterval string
 		Plugins                                             []pinned
-	}{cacheDir, v.Store, dir, v.PluginLines, PollInterval, nil}
+	}{cacheDir, store, dir, v.PluginLines, PollInterval, nil}
 	for _, p := range plugins {
 		if !filepath.IsAbs(p.Path) {
 			p.Path = filepath.Join(e.Root, p.Path)

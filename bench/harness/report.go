@@ -78,7 +78,11 @@ func Write(w io.Writer, m Machine, e *Env, figs []*Figure, took time.Duration) e
 		if v.Figures != nil {
 			figsIn = fmt.Sprintf("figures %v", v.Figures)
 		}
-		p("- **%s**: `store = %q`%s (%s).\n", v.Name, v.Store, extra, figsIn)
+		store := fmt.Sprintf("`store = %q`", v.Store)
+		if v.Store == "postgres" {
+			store = "`store = \"postgres://...\"` (a PostgreSQL 15 server the harness starts, unix socket, its defaults)"
+		}
+		p("- **%s**: %s%s (%s).\n", v.Name, store, extra, figsIn)
 	}
 	p("\nPeers: mcp-go v1.2.1 (`bench/peers/mcpgo`, its own Go module) and the TypeScript SDK 1.32.2\n")
 	p("(`bench/peers/ts`, pinned in package-lock.json), each serving natively the trivial tool `ping` and\n")

@@ -244,3 +244,23 @@ func TestInstancesShareRequestState(t *testing.T) {
 		t.Errorf("round 2 replayed on A = %s, %v, %v; want already used", r.Result, r.Error, err)
 	}
 }
+
+// TestPostgresStoreRefused: a server whose PostgreSQL store cannot be reached exits
+// with an error naming the URL, its password shown as xxxxx.
+func TestPostgresStoreRefused(t *testing.T) {
+	const pw = "pw-8d1f3a"
+	dsn := "postgres://mcp:" + pw + "@/tasks?host=" + filepath.Join(t.TempDir(), "nosocket") + "&connect_timeout=2"
+	cfg := writeConfig(t, fmt.Sprintf("[server]\ncache_dir = %q\n\n[tasks]\nstore = %q\ndata_dir = %q\n\n", testenv.CacheDir(), dsn, t.TempDir())+
+		pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
+	cmd := exec.Command(binary, "--config", cfg)
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "task store postgres://mcp:xxxxx@/tasks?") ||
+		!strings.Contains(string(out), "is unreachable") {
+		t.Errorf("server on an unreachable PostgreSQL = %v:\n%s\nwant exit status 1 naming the store, unreachable", err, out)
+	}
+	if strings.Contains(string(out), pw) {
+		t.Errorf("the server printed the password:\n%s", out)
+	}
+}

@@ -385,14 +385,18 @@ type memoryStore struct{ *tasks.MemoryStore }
 func (memoryStore) Close() error { return nil }
 
 // openStore opens the configured task store. On "sqlite" this process becomes an
-// instance of a store that the other local servers on the same data_dir share; Close
-// ends the instance.
+// instance of a store that the other local servers on the same data_dir share, and
+// on a PostgreSQL URL one of the replicas sharing that database; Close ends the
+// instance.
 func openStore(ctx context.Context, c config.Tasks, logger *slog.Logger) (taskStore, error) {
 	switch c.Store {
 	case config.StoreMemory:
 		return memoryStore{tasks.NewMemoryStore()}, nil
 	case config.StoreBolt:
 		return boltstore.Open(filepath.Join(c.DataDir, "tasks.db"))
+	}
+	if config.IsPostgres(c.Store) {
+		return sqlstore.OpenPostgres(ctx, c.Store, sqlstore.Options{Logger: logger})
 	}
 	return sqlstore.Open(ctx, filepath.Join(c.DataDir, "tasks.sqlite"), sqlstore.Options{Logger: logger})
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -78,53 +77,6 @@ func TestRoundTripAndReopen(t *testing.T) {
 	}
 }
 
-func TestListAndExpiry(t *testing.T) {
-	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "tasks.db"))
-	defer s.Close()
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 7 {
-		x := task(string(rune('a'+i)), "me", base.Add(time.Duration(i)*time.Second), tasks.Completed)
-		x.FinishedAt = x.CreatedAt
-		s.Put(ctx, x)
-	}
-	s.Put(ctx, task("other", "you", base, tasks.Working))
-	var ids []string
-	after := ""
-	for {
-		page, err := s.List(ctx, "me", after, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		for _, x := range page {
-			ids = append(ids, x.ID)
-		}
-		after = page[len(page)-1].ID
-	}
-	if strings.Join(ids, "") != "abcdefg" {
-		t.Errorf("listed %v, want a..g in creation order", ids)
-	}
-	if _, err := s.List(ctx, "you", "a", 3); !errors.Is(err, tasks.ErrBadCursor) {
-		t.Errorf("List with another owner's cursor = %v, want ErrBadCursor", err)
-	}
-	// TTL is a minute: at base+62s, a (t=0) and b (t=1s) have expired; the working
-	// task never does.
-	expired, _ := s.Expired(ctx, base.Add(61500*time.Millisecond))
-	if strings.Join(expired, ",") != "a,b" {
-		t.Errorf("Expired() = %v, want [a b]", expired)
-	}
-	s.Delete(ctx, "a")
-	if st, _ := s.Stats(ctx); st.Tasks != 7 {
-		t.Errorf("Stats() after a delete = %+v", st)
-	}
-	if expired, _ := s.Expired(ctx, base.Add(24*time.Hour)); len(expired) != 6 {
-		t.Errorf("Expired(a day later) = %v, want the 6 finished tasks, not the working one", expired)
-	}
-}
-
 func TestOpenErrors(t *testing.T) {
 	dir := t.TempDir()
 	locked := filepath.Join(dir, "locked.db")
@@ -149,87 +101,6 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(corrupt); !strings.HasPrefix(string(b), "not a database") {
 		t.Error("the corrupt file was changed")
-	}
-}
-
-func TestManagerOnBolt(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "tasks.db")
-	s := open(t, path)
-	m := tasks.NewManager(tasks.Options{Store: s, MaxResultBytes: 10})
-	small, _ := m.Start(ctx, tasks.Requester{Owner: "local"}, 0, func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
-		return json.RawMessage(`{"ok":1}`), "", nil
-	})
-	big, _ := m.Start(ctx, tasks.Requester{Owner: "local"}, 0, func(context.Context, *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
-		return json.RawMessage(`{"ok":"far too long"}`), "", nil
-	})
-	if got, _ := m.Wait(ctx, "local", small.ID); got.Status != tasks.Completed {
-		t.Errorf("small result: %s", got.Status)
-	}
-	if got, _ := m.Wait(ctx, "local", big.ID); got.Status != tasks.Failed || !strings.Contains(got.StatusMessage, "max_result_bytes") {
-		t.Errorf("big result: %s %q, want failed naming max_result_bytes", got.Status, got.StatusMessage)
-	}
-	m.Close(ctx)
-	s.Close()
-
-	s = open(t, path)
-	defer s.Close()
-	m = tasks.NewManager(tasks.Options{Store: s, MaxStoredTasks: 2})
-	defer m.Close(ctx)
-	if got, err := m.Get(ctx, "local", small.ID); err != nil || string(got.Result) != `{"ok":1}` {
-		t.Errorf("after restart: %s, %v", got.Result, err)
-	}
-	if _, err := m.Start(ctx, tasks.Requester{Owner: "local"}, 0, nil); !errors.Is(err, tasks.ErrStoreFull) {
-		t.Errorf("Start with the store full = %v, want ErrStoreFull", err)
-	}
-}
-
-// TestPurgeBatches purges 2,000 expired tasks (and leaves the unexpired and the
-// unfinished ones) through the Manager, which purges in batches of one commit each.
-func TestPurgeBatches(t *testing.T) {
-	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "tasks.db"))
-	defer s.Close()
-	const n = 2000
-	base := time.Now().UTC().Add(-time.Hour)
-	put := func(from, to int, status tasks.Status, created time.Time) {
-		var wg sync.WaitGroup
-		for w := range 64 { // concurrent Puts share commits: a quicker setup
-			wg.Go(func() {
-				for i := from + w; i < to; i += 64 {
-					x := task(fmt.Sprintf("t%05d", i), fmt.Sprintf("owner%d", i%7), created, status)
-					x.FinishedAt = created
-					x.Result = json.RawMessage(`{"content":[]}`)
-					if err := s.Put(ctx, x); err != nil {
-						t.Error(err)
-					}
-				}
-			})
-		}
-		wg.Wait()
-	}
-	put(0, n, tasks.Completed, base)          // expired an hour ago (ttl 1m)
-	put(n, n+10, tasks.Completed, time.Now()) // not yet
-	put(n+10, n+20, tasks.Working, base)      // never while unfinished
-	m := tasks.NewManager(tasks.Options{Store: s, SweepEvery: time.Hour})
-	defer m.Close(ctx)
-	start := time.Now()
-	got := m.Purge(ctx, time.Now())
-	took := time.Since(start)
-	t.Logf("purged %d expired tasks in %v", got, took)
-	if got != n {
-		t.Errorf("Purge() = %d, want %d", got, n)
-	}
-	if st, _ := s.Stats(ctx); st.Tasks != 20 {
-		t.Errorf("Stats() after the purge = %+v, want 20 tasks", st)
-	}
-	for _, id := range []string{fmt.Sprintf("t%05d", n), fmt.Sprintf("t%05d", n+10)} {
-		if _, err := s.Get(ctx, id); err != nil {
-			t.Errorf("Get(%s) after the purge = %v, want kept", id, err)
-		}
-	}
-	if page, _ := s.List(ctx, "owner0", "", 10000); len(page) != 3 {
-		t.Errorf("List(owner0) after the purge = %d tasks, want 3 (its index entries purged too)", len(page))
 	}
 }
 

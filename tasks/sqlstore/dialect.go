@@ -1,6 +1,10 @@
 package sqlstore
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // dialect is everything that differs between SQL engines: the driver, how a file or
 // address becomes a data source name, and the DDL of each schema version. The
@@ -8,6 +12,7 @@ import "fmt"
 // CONFLICT, DELETE ... RETURNING, "?" placeholders rebound by bind), so a second
 // engine is a second dialect value.
 type dialect struct {
+	name   string // "sqlite" or "postgres"
 	driver string
 	dsn    func(path string) string
 	// migrations[i] brings the schema from version i to i+1.
@@ -28,6 +33,7 @@ type dialect struct {
 //   - _txlock=immediate: a transaction takes the write lock when it begins, so two
 //     processes' read-modify-writes of one task are serialized, not deadlocked.
 var sqlite = dialect{
+	name:   "sqlite",
 	driver: "sqlite",
 	dsn: func(path string) string {
 		return fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate",
@@ -35,6 +41,37 @@ var sqlite = dialect{
 	},
 	bind:       func(q string) string { return q },
 	migrations: []string{schemaV1},
+}
+
+// postgres is PostgreSQL through github.com/jackc/pgx/v5 (its database/sql driver
+// for the pools, a pgx connection of its own for each instance's LISTEN and session
+// lock). The schema is SQLite's with BYTEA for BLOB; the queries bind "$n"
+// placeholders. Transactions are READ COMMITTED, and every write transaction first
+// takes one advisory lock (writeLockKey), so that writes serialize across replicas
+// as SQLite's do across processes and each read-modify-write reads the last commit.
+var postgres = dialect{
+	name:       "postgres",
+	bind:       dollars,
+	migrations: []string{strings.ReplaceAll(schemaV1, "BLOB", "BYTEA")},
+}
+
+// dollars rewrites "?" placeholders as PostgreSQL's $1, $2, ... (no query here has
+// a "?" inside a string literal).
+func dollars(q string) string {
+	if !strings.Contains(q, "?") {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // schemaV1 is the first schema. Times are Unix nanoseconds; a task's expires_at is

@@ -10,8 +10,11 @@ import (
 func (s *Store) Crash() {
 	close(s.stop)
 	<-s.done
-	s.lock.Close()
-	s.db.Close()
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	s.closeInstance()
+	s.closeDBs()
 }
 
 // Recover runs the check for stopped instances now.
@@ -19,14 +22,24 @@ func (s *Store) Recover(ctx context.Context) error { return s.recover(ctx) }
 
 // SetVersion writes a schema version, as a newer program would have.
 func (s *Store) SetVersion(ctx context.Context, v int) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE schema_version SET version = ?`, v)
+	_, err := s.db.ExecContext(ctx, s.q(`UPDATE schema_version SET version = ?`), v)
 	return err
 }
 
 // SetLease sets instance id's lease (inserting a row for an instance that has none,
 // as one on another machine would have).
 func (s *Store) SetLease(ctx context.Context, id string, until time.Time) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO instances (id, pid, started_at, lease_until) VALUES (?, 0, 0, ?)
-		ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until`, id, until.UnixNano())
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO instances (id, pid, started_at, lease_until) VALUES (?, 0, 0, ?)
+		ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until`), id, until.UnixNano())
 	return err
 }
+
+// WriteSetting is a session setting of the write connection.
+func (s *Store) WriteSetting(ctx context.Context, name string) (string, error) {
+	var v string
+	err := s.wdb.QueryRowContext(ctx, "SELECT current_setting($1)", name).Scan(&v)
+	return v, err
+}
+
+// WriteLockKey is the advisory lock every PostgreSQL write transaction takes.
+const WriteLockKey = writeLockKey

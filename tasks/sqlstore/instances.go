@@ -15,9 +15,16 @@ import (
 )
 
 // register makes this process an instance: it locks its instance file (beside the
-// database, in path-instances/), then records its lease. The lock comes first, so an
-// instance whose row exists and whose file is not locked is gone.
+// database, in path-instances/) or, on PostgreSQL, takes its session lock, then
+// records its lease. The lock comes first, so an instance whose row exists and whose
+// lock is not held is gone.
 func (s *Store) register(ctx context.Context) error {
+	if s.pg != nil {
+		if err := s.registerPG(ctx); err != nil {
+			return err
+		}
+		return s.insertInstance(ctx)
+	}
 	if err := os.MkdirAll(s.lockDir, 0o700); err != nil {
 		return fmt.Errorf("task store %s: instance files: %w", s.path, err)
 	}
@@ -32,14 +39,20 @@ func (s *Store) register(ctx context.Context) error {
 		return fmt.Errorf("task store %s: lock instance file: %w", s.path, err)
 	}
 	s.lock = f
+	return s.insertInstance(ctx)
+}
+
+// insertInstance records this instance's lease; on failure its lock is released.
+func (s *Store) insertInstance(ctx context.Context) error {
 	now := time.Now()
-	err = s.write(ctx, "register instance", func(tx *sql.Tx) error {
+	err := s.write(ctx, "register instance", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO instances (id, pid, started_at, lease_until) VALUES (?, ?, ?, ?)`),
 			s.id, os.Getpid(), now.UnixNano(), now.Add(Lease).UnixNano())
 		return err
 	})
 	if err != nil {
 		s.releaseLock()
+		s.closeInstance()
 	}
 	return err
 }
@@ -162,15 +175,26 @@ func (s *Store) recover(ctx context.Context) error {
 	if err == nil && failed > 0 {
 		s.logger.Warn("tasks of a stopped server reported failed", "tasks", failed, "instances", len(gone))
 	}
-	for _, id := range gone {
-		os.Remove(filepath.Join(s.lockDir, id+".lock"))
+	if s.pg == nil {
+		for _, id := range gone {
+			os.Remove(filepath.Join(s.lockDir, id+".lock"))
+		}
 	}
 	return err
 }
 
 // goneInstances lists the other instances whose lease ran out, or whose instance file
-// (on this machine) is no longer locked: their process ended.
+// (on this machine) is no longer locked: their process ended. On PostgreSQL an
+// instance is gone when its session lock is no longer held (its connection ended),
+// or when its lease ran out (it hangs).
 func (s *Store) goneInstances(ctx context.Context, now time.Time) ([]string, error) {
+	var held map[int32]bool
+	if s.pg != nil {
+		var err error
+		if held, err = s.lockedInstances(ctx); err != nil {
+			return nil, err
+		}
+	}
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, lease_until FROM instances WHERE id <> ?`), s.id)
 	if err != nil {
 		return nil, err
@@ -182,6 +206,12 @@ func (s *Store) goneInstances(ctx context.Context, now time.Time) ([]string, err
 		var until int64
 		if err := rows.Scan(&id, &until); err != nil {
 			return nil, err
+		}
+		if held != nil {
+			if !held[lockKey(id)] || until < now.UnixNano() {
+				gone = append(gone, id)
+			}
+			continue
 		}
 		// A process on this machine is judged by its lock alone, so that one
 		// that was only stopped (a laptop asleep, SIGSTOP) keeps its tasks.
@@ -269,8 +299,14 @@ func (s *Store) Send(ctx context.Context, sig tasks.Signal) (bool, error) {
 		}
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO signals (runner, task_id, kind, key, result, err, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
 			sig.Runner, sig.Task, string(sig.Kind), sig.Key, result, sig.Err, time.Now().UnixNano())
-		sent = err == nil
-		return err
+		if err != nil {
+			return err
+		}
+		if err := s.notify(ctx, tx, sig.Runner); err != nil {
+			return err
+		}
+		sent = true
+		return nil
 	})
 	return sent, err
 }

@@ -22,13 +22,14 @@ import (
 )
 
 // Lease is how long an instance counts as alive after it last renewed its lease; it
-// renews every RenewEvery. A server on this machine is judged by the lock it holds on
-// its instance file instead, which the kernel releases when it dies: the next check
-// of any other instance (every RenewEvery) or the next start fails its unfinished
-// tasks with LostMessage, within RenewEvery (5 s); and one that was merely stopped
-// (a laptop asleep) keeps its tasks whatever its lease says. An instance without a
-// file here (another machine's, once an engine can be shared across machines) is gone
-// when its lease runs out: within Lease+RenewEvery (20 s) of its last renewal.
+// renews every RenewEvery, and every RenewEvery each instance checks for the others
+// that are gone. A SQLite server on this machine is judged by the lock it holds on its
+// instance file instead, which the kernel releases when it dies: its unfinished tasks
+// are failed with LostMessage within RenewEvery (5 s) or at the next start; one that
+// was merely stopped (a laptop asleep) keeps its tasks whatever its lease says. On
+// PostgreSQL an instance whose session lock is gone (its process died: its connection
+// closed) loses its tasks within RenewEvery, and one that hangs, holding its lock,
+// when its lease has run out: within Lease+RenewEvery (20 s) of its last renewal.
 const (
 	Lease      = 15 * time.Second
 	RenewEvery = 5 * time.Second
@@ -46,29 +47,41 @@ const busyTimeout = 10 * time.Second
 const LostMessage = "the server running this task stopped (the server restarted, crashed or was killed) while it ran; its work was lost (run it again)"
 
 // Store is a tasks.Shared store in an SQL database: SQLite, one file that several
-// local server processes use at once. Each Store is one instance of it.
+// local server processes use at once, or PostgreSQL, one database that replicas on
+// any number of machines share. Each Store is one instance of it.
 type Store struct {
-	db      *sql.DB
-	d       dialect
-	path    string
-	id      string   // this instance
-	lock    *os.File // held (flock) while this instance lives
-	lockDir string
-	logger  *slog.Logger
+	db     *sql.DB // reads
+	wdb    *sql.DB // writes: one connection, so that a commit never queues behind reads
+	d      dialect
+	path   string // the SQLite file, or "" on PostgreSQL
+	name   string // what errors call the store: the file, or the DSN without its password
+	id     string // this instance
+	logger *slog.Logger
 
-	// Prepared once: the statements every poll, every new task and every change
-	// run.
-	getStmt, statsStmt, putStmt, totalsStmt *sql.Stmt
+	// SQLite: the instance file, locked (flock) while this instance lives.
+	lock    *os.File
+	lockDir string
+
+	pg *pgInstance // PostgreSQL: the instance's own connection (LISTEN, session lock)
+
+	// Prepared once on the write pool: the statements every new task and every
+	// change run; getStmt on the read pool serves every poll.
+	getStmt, statsStmt, wgetStmt, putStmt *sql.Stmt
 
 	qmu     sync.Mutex // guards queue and leading
 	queue   []*writer  // writes waiting for the next transaction
 	leading bool       // a writer is committing the queue
+
+	// The totals' change in the transaction being committed, written once before
+	// its commit (only the leader touches them).
+	dTasks, dBytes int64
 
 	stop chan struct{}
 	done chan struct{}
 }
 
 var _ tasks.Shared = (*Store)(nil)
+var _ tasks.Waker = (*Store)(nil)
 
 // Options configures Open. The zero value is valid.
 type Options struct {
@@ -81,9 +94,6 @@ type Options struct {
 // or was written by a newer version is an error naming the file; nothing is reset.
 // Close it.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("task store %s: %w", path, err)
 	}
@@ -97,27 +107,57 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	s := &Store{db: db, d: d, path: path, logger: opts.Logger, lockDir: path + "-instances",
-		stop: make(chan struct{}), done: make(chan struct{})}
-	if err := s.migrate(ctx); err != nil {
+	wdb, err := sql.Open(d.driver, d.dsn(path))
+	if err != nil {
 		db.Close()
+		return nil, fmt.Errorf("task store %s: %w", path, err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	s := newStore(db, wdb, d, path, opts)
+	s.lockDir = path + "-instances"
+	return s.start(ctx)
+}
+
+func newStore(db, wdb *sql.DB, d dialect, name string, opts Options) *Store {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Store{db: db, wdb: wdb, d: d, name: name, logger: opts.Logger,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if d.name == "sqlite" {
+		s.path = name
+	}
+	return s
+}
+
+// start migrates, prepares, registers this instance and recovers, closing the
+// store on failure.
+func (s *Store) start(ctx context.Context) (*Store, error) {
+	fail := func(err error) (*Store, error) {
+		s.closeDBs()
 		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		return fail(err)
 	}
 	if err := s.prepare(ctx); err != nil {
-		db.Close()
-		return nil, err
+		return fail(err)
 	}
 	if err := s.register(ctx); err != nil {
-		db.Close()
-		return nil, err
+		return fail(err)
 	}
 	if err := s.recover(ctx); err != nil {
 		s.unregister(ctx)
-		db.Close()
-		return nil, err
+		return fail(err)
 	}
 	go s.renew()
 	return s, nil
+}
+
+func (s *Store) closeDBs() {
+	s.db.Close()
+	s.wdb.Close()
 }
 
 // sqliteHeader begins every SQLite database file.
@@ -167,10 +207,10 @@ func corruptError(path string, err error) error {
 // storeError names the file in an error of the database; a damaged file says so.
 func (s *Store) storeError(what string, err error) error {
 	msg := err.Error()
-	if strings.Contains(msg, "not a database") || strings.Contains(msg, "malformed") || strings.Contains(msg, "corrupt") {
+	if s.path != "" && strings.Contains(msg, "not a database") || strings.Contains(msg, "malformed") || strings.Contains(msg, "corrupt") {
 		return corruptError(s.path, err)
 	}
-	return fmt.Errorf("task store %s: %s: %w", s.path, what, err)
+	return fmt.Errorf("task store %s: %s: %w", s.name, what, err)
 }
 
 // migrate brings the schema to the newest version this program knows, one version per
@@ -207,16 +247,21 @@ func (s *Store) migrate(ctx context.Context) error {
 
 var errNewer = errors.New("written by a newer mcp-wasmhost")
 
-// prepare prepares the frequent reads.
+// prepare prepares the frequent statements: reads on the read pool, the task's read
+// and write in a transaction on the write pool.
 func (s *Store) prepare(ctx context.Context) error {
 	var err error
-	if s.getStmt, err = s.db.PrepareContext(ctx, s.q(`SELECT `+taskColumns+` FROM tasks WHERE id = ?`)); err != nil {
+	get := s.q(`SELECT ` + taskColumns + ` FROM tasks WHERE id = ?`)
+	if s.getStmt, err = s.db.PrepareContext(ctx, get); err != nil {
+		return s.storeError("prepare", err)
+	}
+	if s.wgetStmt, err = s.wdb.PrepareContext(ctx, get); err != nil {
 		return s.storeError("prepare", err)
 	}
 	if s.statsStmt, err = s.db.PrepareContext(ctx, `SELECT tasks, bytes FROM totals WHERE one = 1`); err != nil {
 		return s.storeError("prepare", err)
 	}
-	if s.putStmt, err = s.db.PrepareContext(ctx, s.q(`INSERT INTO tasks (`+taskColumns+`, expires_at, size)
+	if s.putStmt, err = s.wdb.PrepareContext(ctx, s.q(`INSERT INTO tasks (`+taskColumns+`, expires_at, size)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, status = excluded.status,
 			status_message = excluded.status_message, created_at = excluded.created_at,
@@ -227,10 +272,13 @@ func (s *Store) prepare(ctx context.Context) error {
 			size = excluded.size`)); err != nil {
 		return s.storeError("prepare", err)
 	}
-	if s.totalsStmt, err = s.db.PrepareContext(ctx, s.q(`UPDATE totals SET tasks = tasks + ?, bytes = bytes + ? WHERE one = 1`)); err != nil {
-		return s.storeError("prepare", err)
-	}
 	return nil
+}
+
+// count adds to the totals of the transaction being committed (see commit).
+func (s *Store) count(tasks, bytes int64) {
+	s.dTasks += tasks
+	s.dBytes += bytes
 }
 
 // q is query in the dialect's placeholder form.
@@ -239,27 +287,47 @@ func (s *Store) q(query string) string { return s.d.bind(query) }
 // write runs f in a write transaction and returns when it is committed. Writers
 // that come while a commit is under way share the next transaction (and its fsync):
 // each runs under its own savepoint, so that one failing leaves the others' writes
-// in. Other processes' transactions are waited for up to busyTimeout.
+// in. Other processes' transactions are waited for up to busyTimeout. On PostgreSQL
+// every write transaction first takes the advisory lock writeLockKey: writes
+// serialize across replicas, as SQLite's do across processes.
 func (s *Store) write(ctx context.Context, what string, f func(tx *sql.Tx) error) error {
-	w := &writer{what: what, f: f, done: make(chan error, 1)}
+	w := &writer{what: what, f: f, done: make(chan error, 1), lead: make(chan struct{}, 1)}
 	s.qmu.Lock()
 	s.queue = append(s.queue, w)
 	if s.leading {
 		s.qmu.Unlock()
-		return <-w.done // the leader commits it
+		select {
+		case err := <-w.done: // a leader committed it
+			return err
+		case <-w.lead: // the last leader handed over: commit the queue
+		}
+	} else {
+		s.leading = true
+		s.qmu.Unlock()
 	}
-	s.leading = true
-	for len(s.queue) > 0 {
+	// Commit batches from the front of the queue until w's is done, then hand the
+	// rest to the first writer waiting: a leader's own call never waits for
+	// writes that came after it.
+	for {
+		s.qmu.Lock()
 		n := min(len(s.queue), maxBatch)
 		batch := s.queue[:n:n]
 		s.queue = s.queue[n:]
 		s.qmu.Unlock()
 		s.commit(batch)
-		s.qmu.Lock()
+		select {
+		case err := <-w.done:
+			s.qmu.Lock()
+			if len(s.queue) > 0 {
+				s.queue[0].lead <- struct{}{}
+			} else {
+				s.leading = false
+			}
+			s.qmu.Unlock()
+			return err
+		default:
+		}
 	}
-	s.leading = false
-	s.qmu.Unlock()
-	return <-w.done
 }
 
 // maxBatch bounds the writes one transaction carries.
@@ -270,6 +338,7 @@ type writer struct {
 	what string
 	f    func(tx *sql.Tx) error
 	done chan error
+	lead chan struct{} // it is to lead: commit the queue
 }
 
 // commit runs batch in one transaction and tells each writer its outcome.
@@ -283,29 +352,50 @@ func (s *Store) commit(batch []*writer) {
 			w.done <- errs[i]
 		}
 	}
-	tx, err := s.db.BeginTx(context.Background(), nil)
+	tx, err := s.wdb.BeginTx(context.Background(), nil)
 	if err != nil {
 		fail(err)
 		return
 	}
-	ok := 0
-	for i, w := range batch {
-		if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
+	if s.d.name == "postgres" {
+		if _, err := tx.Exec(`SELECT pg_advisory_xact_lock($1)`, writeLockKey); err != nil {
 			tx.Rollback()
 			fail(err)
 			return
 		}
-		if err := w.f(tx); err != nil {
-			errs[i] = s.writeError(w.what, err)
-			if _, err := tx.Exec(`ROLLBACK TO w`); err != nil {
+	}
+	s.dTasks, s.dBytes = 0, 0
+	// A writer alone in its transaction needs no savepoint: if it fails, the
+	// transaction is rolled back. Savepoints are not released: each ROLLBACK TO
+	// goes back to the latest one, its writer's, and the commit ends them all (one
+	// round trip less per writer on PostgreSQL).
+	alone := len(batch) == 1
+	ok := 0
+	for i, w := range batch {
+		if !alone {
+			if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
 				tx.Rollback()
 				fail(err)
 				return
 			}
+		}
+		dTasks, dBytes := s.dTasks, s.dBytes
+		if err := w.f(tx); err != nil {
+			errs[i] = s.writeError(w.what, err)
+			s.dTasks, s.dBytes = dTasks, dBytes
+			if !alone {
+				if _, err := tx.Exec(`ROLLBACK TO w`); err != nil {
+					tx.Rollback()
+					fail(err)
+					return
+				}
+			}
 		} else {
 			ok++
 		}
-		if _, err := tx.Exec(`RELEASE w`); err != nil {
+	}
+	if ok > 0 && (s.dTasks != 0 || s.dBytes != 0) {
+		if _, err := tx.Exec(s.q(`UPDATE totals SET tasks = tasks + ?, bytes = bytes + ? WHERE one = 1`), s.dTasks, s.dBytes); err != nil {
 			tx.Rollback()
 			fail(err)
 			return
@@ -335,7 +425,7 @@ func (s *Store) writeError(what string, err error) error {
 	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, tasks.ErrBadCursor):
 		return err
 	case errors.Is(err, errNewer):
-		return fmt.Errorf("task store %s was %w", s.path, err)
+		return fmt.Errorf("task store %s was %w", s.name, err)
 	}
 	return s.storeError(what, err)
 }
@@ -345,8 +435,15 @@ type keepError struct{ err error }
 
 func (e *keepError) Error() string { return e.err.Error() }
 
-// Path returns the store's file.
+// Path returns the store's file ("" on PostgreSQL).
 func (s *Store) Path() string { return s.path }
+
+// Name is what the store's errors call it: its file, or its DSN with the password
+// replaced by xxxxx.
+func (s *Store) Name() string { return s.name }
+
+// writeLockKey is the PostgreSQL advisory lock every write transaction takes.
+const writeLockKey int64 = 0x6d63_7077_6800_0001 // "mcpwh", 1
 
 // Instance is this process's instance ID.
 func (s *Store) Instance() string { return s.id }
@@ -358,7 +455,9 @@ func (s *Store) Close() error {
 	close(s.stop)
 	<-s.done
 	s.unregister(context.Background())
-	return s.db.Close()
+	s.closeInstance()
+	s.closeDBs()
+	return nil
 }
 
 func newInstanceID() string {

@@ -49,7 +49,7 @@ func scanTask(r row) (tasks.Task, error) {
 // The statements of put and get are prepared once (parsing the upsert took a fifth
 // of a write's time).
 func (s *Store) get(ctx context.Context, tx *sql.Tx, id string) (tasks.Task, bool, error) {
-	q := tx.StmtContext(ctx, s.getStmt)
+	q := tx.StmtContext(ctx, s.wgetStmt)
 	t, err := scanTask(q.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return tasks.Task{}, false, nil
@@ -85,11 +85,7 @@ func (s *Store) put(ctx context.Context, tx *sql.Tx, t tasks.Task, old *tasks.Ta
 	if old != nil {
 		dn, db = 0, size-tasks.Size(*old)
 	}
-	if dn != 0 || db != 0 {
-		if _, err := tx.StmtContext(ctx, s.totalsStmt).ExecContext(ctx, dn, db); err != nil {
-			return err
-		}
-	}
+	s.count(dn, db)
 	if t.Status.Terminal() && (old == nil || !old.Status.Terminal()) {
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM inputs WHERE task_id = ?`), t.ID); err != nil {
 			return err
@@ -211,11 +207,8 @@ func (s *Store) deleteIDs(ctx context.Context, tx *sql.Tx, ids []string) error {
 			return err
 		}
 	}
-	if n == 0 {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, s.q(`UPDATE totals SET tasks = tasks - ?, bytes = bytes - ? WHERE one = 1`), n, size)
-	return err
+	s.count(-n, -size)
+	return nil
 }
 
 func (s *Store) Expired(ctx context.Context, now time.Time) ([]string, error) {
@@ -229,7 +222,11 @@ func (s *Store) Expired(ctx context.Context, now time.Time) ([]string, error) {
 func (s *Store) expired(ctx context.Context, q interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }, now time.Time, limit int) ([]string, error) {
-	rows, err := q.QueryContext(ctx, s.q(`SELECT id FROM tasks WHERE expires_at < ? ORDER BY expires_at LIMIT ?`), now.UnixNano(), limit)
+	query, args := `SELECT id FROM tasks WHERE expires_at < ? ORDER BY expires_at`, []any{now.UnixNano()}
+	if limit >= 0 {
+		query, args = query+` LIMIT ?`, append(args, limit)
+	}
+	rows, err := q.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -266,11 +263,11 @@ func (s *Store) Purge(ctx context.Context, now time.Time, limit int) (int, error
 			n, size = n+1, size+sz
 		}
 		rows.Close()
-		if err := rows.Err(); err != nil || n == 0 {
+		if err := rows.Err(); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, s.q(`UPDATE totals SET tasks = tasks - ?, bytes = bytes - ? WHERE one = 1`), n, size)
-		return err
+		s.count(-int64(n), -size)
+		return nil
 	})
 	if err != nil {
 		return 0, err
