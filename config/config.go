@@ -198,6 +198,17 @@ type Tasks struct {
 	// MaxStoreMiB caps the bytes of stored results, 1..1048576. 0 means
 	// DefaultMaxStoreMiB.
 	MaxStoreMiB int `toml:"max_store_mib"`
+	// MaxLogKiB is how much of a task's live log is kept: past it the oldest lines
+	// are dropped (a reader is told how many bytes), 1..65536. 0 means
+	// tasks.DefaultMaxLogBytes (256 KiB).
+	MaxLogKiB int `toml:"max_log_kib"`
+	// MaxCheckpointKiB caps one checkpoint of a resumable task, 1..1024 (the ABI's
+	// bound). 0 means tasks.DefaultMaxCheckpointBytes (1 MiB).
+	MaxCheckpointKiB int `toml:"max_checkpoint_kib"`
+	// MaxResumes is how often a resumable task is started again after its server or
+	// worker stopped under it before it is failed instead, 1..100. 0 means
+	// tasks.DefaultMaxResumes (3).
+	MaxResumes int `toml:"max_resumes"`
 }
 
 // Values of Tasks.Store.
@@ -714,6 +725,15 @@ func (c *Config) finish(name, dir string, lines []keyLine) []error {
 	defaultInt("max_result_bytes", &tk.MaxResultBytes, DefaultMaxResultBytes, 1, MaxIOBytes*16)
 	defaultInt("max_stored_tasks", &tk.MaxStoredTasks, DefaultMaxStoredTasks, 1, 10_000_000)
 	defaultInt("max_store_mib", &tk.MaxStoreMiB, DefaultMaxStoreMiB, 1, 1<<20)
+	// 0 stays 0: the task manager owns these defaults.
+	inRange := func(key string, v, lo, hi int) {
+		if v != 0 && (v < lo || v > hi) {
+			fail("tasks", "%s %d out of range %d..%d", key, v, lo, hi)
+		}
+	}
+	inRange("max_log_kib", tk.MaxLogKiB, 1, 1<<16)
+	inRange("max_checkpoint_kib", tk.MaxCheckpointKiB, 1, 1<<10)
+	inRange("max_resumes", tk.MaxResumes, 1, 100)
 
 	firstByName := make(map[string]int)
 	firstByPrefix := make(map[string]int)

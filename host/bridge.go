@@ -30,7 +30,7 @@ import (
 //     InputRequiredResult;
 //   - otherwise straight to the client, as a request on the session.
 type bridge struct {
-	session       *mcp.ServerSession
+	session       *mcp.ServerSession           // nil for a resumed task (tasklog.go)
 	tool          *plugins.Tool                // the tool called, or nil for a resource read, prompt or completion
 	plugin        *plugins.Plugin              // with a nil tool: the plugin that serves the request
 	label         string                       // with a nil tool: what the request is, for logs
@@ -235,6 +235,9 @@ var slogLevels = map[sandbox.Level]slog.Level{
 
 func (b *bridge) Log(ctx context.Context, level sandbox.Level, msg string) {
 	b.logger.Log(ctx, slogLevels[level], "guest log", "tool", b.name(), "msg", msg)
+	if b.session == nil {
+		return // a resumed task: the session that asked for it is gone
+	}
 	// The session drops messages below the level the client set with logging/setLevel.
 	err := b.session.Log(ctx, &mcp.LoggingMessageParams{Level: mcpLevels[level], Logger: b.name(), Data: msg})
 	if err != nil {
@@ -283,6 +286,12 @@ func (b *bridge) Request(ctx context.Context, method string, params []byte) ([]b
 		return b.httpRequest(ctx, params)
 	case "http_on_cancel":
 		return b.httpOnCancel(params)
+	case "task_log":
+		return b.taskLog(ctx, params)
+	case "checkpoint_save":
+		return b.checkpointSave(ctx, params)
+	case "checkpoint_load":
+		return b.checkpointLoad(ctx, params)
 	}
 	return nil, sandbox.ErrUnsupported
 }

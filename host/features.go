@@ -18,7 +18,7 @@ import (
 // runs, so listChanged is false.
 func (s *Server) featureOptions(o *mcp.ServerOptions) {
 	c := s.catalog
-	if len(c.Resources()) > 0 || len(c.Templates()) > 0 {
+	if len(c.Resources()) > 0 || len(c.Templates()) > 0 || servesTaskLogs(c) {
 		o.Capabilities.Resources = &mcp.ResourceCapabilities{}
 		// The SDK keeps the subscriptions per session; a guest's resource_updated
 		// request reaches the sessions subscribed to that URI.
@@ -174,7 +174,10 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 
 // subscribe accepts a subscription to any resource this server offers; the SDK
 // records it for the session.
-func (s *Server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	if handled, err := s.subscribeTaskLog(ctx, req); handled {
+		return err
+	}
 	uri := req.Params.URI
 	if r, ok := s.catalog.Resource(uri); ok && s.pluginGranted(req.Extra, r.Plugin) {
 		return nil
@@ -287,8 +290,7 @@ func (b *bridge) resourceUpdated(ctx context.Context, params []byte) ([]byte, er
 	if b.srv == nil {
 		return nil, sandbox.ErrUnavailable
 	}
-	b.srv.listens.resourceUpdated(p.URI)
-	if err := b.srv.mcp.ResourceUpdated(context.WithoutCancel(ctx), &mcp.ResourceUpdatedNotificationParams{URI: p.URI}); err != nil {
+	if err := b.srv.notifyResourceUpdated(context.WithoutCancel(ctx), p.URI); err != nil {
 		return nil, err
 	}
 	return []byte("{}"), nil

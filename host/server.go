@@ -89,6 +89,7 @@ type Server struct {
 
 	statuses *statusQueue // notifications/tasks/status on their way (status.go)
 	listens  listens      // the open subscriptions/listen (listen.go)
+	logs     *logNotifier // notifications/resources/updated of task logs (tasklog.go)
 
 	mu      sync.Mutex
 	streams map[*liftConn]bool // open stream connections, for notifications
@@ -108,10 +109,6 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}, states: newStateSigner(opts.StateKey, opts.Nonces),
 		resumable: opts.ResumableStreams, limits: limitsOf(opts), authorize: opts.Authorize, statuses: newStatusQueue(),
 		quotas: newQuotas(opts), audit: opts.Audit}
-	topts := opts.Tasks
-	topts.Logger = opts.Logger
-	topts.OnChange = s.taskChanged
-	s.tasks = tasks.NewManager(topts)
 	sopts := &mcp.ServerOptions{
 		Logger:                    slog.New(minLevel{opts.Logger.Handler(), slog.LevelWarn}),
 		SupportedProtocolVersions: ProtocolVersions,
@@ -134,6 +131,20 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 	if err := s.registerTaskMethods(); err != nil {
 		return nil, err
 	}
+	s.registerTaskLogs()
+	s.logs = newLogNotifier(func(uri string) {
+		if err := s.notifyResourceUpdated(context.Background(), uri); err != nil {
+			s.logger.Debug("task log notification not delivered", "uri", uri, "err", err)
+		}
+	})
+	// The manager starts last: it may resume tasks at once (tasklog.go), and they
+	// run on the catalog and the SDK server above.
+	topts := opts.Tasks
+	topts.Logger = opts.Logger
+	topts.OnChange = s.taskChanged
+	topts.OnLog = s.logs.grew
+	topts.Resume = s.resumeTask
+	s.tasks = tasks.NewManager(topts)
 	go s.statuses.run(s.sendStatus) // joined in Close
 	return s, nil
 }
@@ -216,6 +227,7 @@ func addTool(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
 // Close cancels the tasks still running and waits for them.
 func (s *Server) Close(ctx context.Context) error {
 	err := s.tasks.Close(ctx) // may still change tasks: their notifications go out first
+	s.logs.close()
 	return errors.Join(err, s.statuses.close(ctx))
 }
 
@@ -368,6 +380,22 @@ func (s *Server) toolHandler(t *plugins.Tool) mcp.ToolHandler {
 func (s *Server) runTool(ctx context.Context, t *plugins.Tool, args json.RawMessage, b *bridge) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	out, err := t.Call(ctx, args, b)
+	// A resumable task whose worker died under it starts again from its last
+	// checkpoint, in a fresh instance, up to max_resumes times in all (tasklog.go).
+	for task := b.currentTask(); err != nil && task != nil && t.Resumable && restartable(err) && ctx.Err() == nil; {
+		_, n, ok, rerr := task.Restart(ctx)
+		if rerr != nil || !ok {
+			s.logger.WarnContext(ctx, "resumable task not started again", "tool", t.Name, "task", task.ID(), "resumes", n, "err", rerr)
+			var ge *sandbox.GuestError
+			if errors.As(err, &ge) && rerr == nil {
+				ge.Message = fmt.Sprintf("stopped under it again after %d restarts from its last checkpoint, as many as max_resumes allows: %s", n, ge.Message)
+			}
+			break
+		}
+		s.logger.WarnContext(ctx, "resumable task's guest stopped under it; starting it again from its last checkpoint",
+			"tool", t.Name, "task", task.ID(), "resume", n, "err", err)
+		out, err = t.Call(ctx, args, b)
+	}
 	b.onCancelled(ctx)
 	took := time.Since(start)
 	res, err := s.toolResult(ctx, t, out, err)

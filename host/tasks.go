@@ -47,6 +47,9 @@ func (s *Server) startTask(req *mcp.CallToolRequest, t *plugins.Tool, c caller, 
 		start := time.Now()
 		b := &bridge{session: ss, tool: t, logger: s.logger, progressToken: progressToken, srv: s, caps: c.caps,
 			task: h, owner: c.owner, push: c.wire.pushesInput(), rec: rec}
+		if t.Resumable {
+			s.recordRecipe(ctx, h, t, args, c.caps)
+		}
 		res, err := run(ctx, b)
 		s.auditRun(start, h.ID(), c.owner, t.Name, rec, res, err)
 		return taskOutcome(res, err)

@@ -66,7 +66,7 @@ func (w wire2025) callTool(ctx context.Context, s *Server, req *mcp.CallToolRequ
 }
 
 func (wire2025) created(t tasks.Task) mcp.Result {
-	return &createTaskResult{Task: toWire(t)}
+	return &createTaskResult{ResultBase: mcp.ResultBase{Meta: logMeta(t.ID)}, Task: toWire(t)}
 }
 
 // inputRequired is never asked of this wire (roundTrips is false); it renders as
@@ -89,7 +89,7 @@ func (wire2025) get(ctx context.Context, s *Server, c caller, p *taskIDParams) (
 	if err != nil {
 		return nil, taskError(err, id)
 	}
-	return &taskResult{wireTask: toWire(t)}, nil
+	return &taskResult{ResultBase: mcp.ResultBase{Meta: logMeta(t.ID)}, wireTask: toWire(t)}, nil
 }
 
 func (wire2025) cancel(ctx context.Context, s *Server, c caller, p *taskIDParams) (mcp.Result, error) {
@@ -101,7 +101,7 @@ func (wire2025) cancel(ctx context.Context, s *Server, c caller, p *taskIDParams
 	if err != nil {
 		return nil, taskError(err, id)
 	}
-	return &taskResult{wireTask: toWire(t)}, nil
+	return &taskResult{ResultBase: mcp.ResultBase{Meta: logMeta(t.ID)}, wireTask: toWire(t)}, nil
 }
 
 // result blocks until the task is terminal and answers exactly what the call would
@@ -127,9 +127,10 @@ func (wire2025) result(ctx context.Context, s *Server, ss *mcp.ServerSession, c 
 			s.statuses.flushed(ctx, statusFlushWait)
 			return r, nil
 		}
-		// On stdio the first delivery already went down the same pipe.
-		if c.owner != localOwner {
-			for _, in := range inputs {
+		// On stdio the first delivery already went down the same pipe, unless the
+		// task's work did not push it (a resumed task, or one another instance runs).
+		for _, in := range inputs {
+			if c.owner != localOwner || !in.Pushed {
 				if !sent[in.Key] {
 					sent[in.Key] = true
 					go s.deliverInput(ctx, ss, c.owner, id, in)

@@ -220,6 +220,7 @@ type inputRequest struct {
 
 func toExt(t tasks.Task, resultType string) *extTask {
 	return &extTask{
+		ResultBase: mcp.ResultBase{Meta: logMeta(t.ID)},
 		ResultType: resultType, TaskID: t.ID, Status: string(t.Status), StatusMessage: t.StatusMessage,
 		CreatedAt: t.CreatedAt.Format(time.RFC3339Nano), LastUpdatedAt: t.LastUpdatedAt.Format(time.RFC3339Nano),
 		TTLMs: t.TTL.Milliseconds(), PollIntervalMs: t.PollInterval.Milliseconds(),

@@ -38,12 +38,47 @@ const (
 	progressMsgLimit  = 1 << 10
 	progressLimit     = 10000
 	methodLimit       = 64
-	paramsLimit       = 64 << 10
-	requestLimit      = 100
+	paramsLimit       = MaxRequestParams
+	requestLimit      = MaxRequests
 	replyLimit        = 1 << 20
 	errorReplyLimit   = 4 << 10
 	stderrTailOnError = 512
 )
+
+// Limits of the request host function that the worker's frame checks share.
+const (
+	// MaxRequestParams bounds a request's params, but those of a checkpoint.
+	MaxRequestParams = 64 << 10
+	// MaxCheckpointParams bounds a checkpoint_save request's params: a checkpoint of
+	// MaxCheckpoint bytes in base64, with room for the JSON around it.
+	MaxCheckpointParams = MaxCheckpoint/3*4 + 4<<10
+	// MaxCheckpoint is the ABI's bound on one checkpoint ([tasks] max_checkpoint_kib
+	// may set a lower one).
+	MaxCheckpoint = 1 << 20
+	// MaxRequests bounds the requests of one call that reach the client or the
+	// network; MaxJournalRequests those that write the call's task log or
+	// checkpoint, which the host serves itself (JournalRequest).
+	MaxRequests        = 100
+	MaxJournalRequests = 100_000
+)
+
+// JournalRequest reports whether a request method writes or reads the call's task
+// journal (its log and checkpoint), which the host serves without the client.
+func JournalRequest(method string) bool {
+	switch method {
+	case "task_log", "checkpoint_save", "checkpoint_load":
+		return true
+	}
+	return false
+}
+
+// RequestParamsLimit is the bound on the params of a request of method.
+func RequestParamsLimit(method string) int {
+	if method == "checkpoint_save" {
+		return MaxCheckpointParams
+	}
+	return MaxRequestParams
+}
 
 // callState is the host's side of one running instance.
 type callState struct {
@@ -57,8 +92,8 @@ type callState struct {
 	clock     *Clock       // the call's run-time budget; nil outside a call (checkVersion)
 	logger    *slog.Logger // with clock: the plugin's logger
 
-	logs, progress, requests int
-	stdout, stderr           limitedBuffer
+	logs, progress, requests, journalRequests int
+	stdout, stderr                            limitedBuffer
 
 	memory    *linearMemory // the instance's linear memory, back to the pool when it closes
 	memoryErr error         // why no linear memory could be reserved
@@ -240,18 +275,23 @@ func progress(ctx context.Context, st *callState, mod api.Module, stack []uint64
 }
 
 func request(ctx context.Context, st *callState, mod api.Module, stack []uint64) int32 {
-	if st.requests >= requestLimit {
-		return statusLimit
-	}
 	method, status := readString(mod, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), methodLimit)
 	if status != statusOK {
 		return status
 	}
-	params, status := readObject(mod, api.DecodeU32(stack[2]), api.DecodeU32(stack[3]), paramsLimit)
+	journal := JournalRequest(method)
+	if !journal && st.requests >= requestLimit || journal && st.journalRequests >= MaxJournalRequests {
+		return statusLimit
+	}
+	params, status := readObject(mod, api.DecodeU32(stack[2]), api.DecodeU32(stack[3]), RequestParamsLimit(method))
 	if status != statusOK {
 		return status
 	}
-	st.requests++
+	if journal {
+		st.journalRequests++
+	} else {
+		st.requests++
+	}
 	st.reply, st.hasReply = nil, false
 	if st.host == nil {
 		return statusUnavailable

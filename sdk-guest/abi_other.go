@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -24,10 +25,30 @@ type TestHost struct {
 	// unavailable.
 	Ask func(key string, req InputRequest) (any, error)
 
+	// ResumeFrom is what Call.Checkpoint answers: a checkpoint to start from, as if
+	// the task had been resumed once (nil: a first run).
+	ResumeFrom []byte
+
 	mu       sync.Mutex
 	logs     []LogEntry
 	progress []ProgressEntry
 	updated  []string
+	taskLog  strings.Builder
+	saved    [][]byte
+}
+
+// TaskLog returns what the call appended to its task log.
+func (h *TestHost) TaskLog() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.taskLog.String()
+}
+
+// Checkpoints returns the checkpoints the call saved, in order.
+func (h *TestHost) Checkpoints() [][]byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([][]byte(nil), h.saved...)
 }
 
 // Updated returns the URIs announced with Call.ResourceUpdated so far.
@@ -88,6 +109,37 @@ func (b testBackend) request(method string, params []byte) ([]byte, error) {
 	switch method {
 	case "task":
 		return []byte(`{"started":false}`), nil
+	case "task_log":
+		var p struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+		b.h.mu.Lock()
+		defer b.h.mu.Unlock()
+		b.h.taskLog.WriteString(p.Text)
+		if p.Text != "" && !strings.HasSuffix(p.Text, "\n") {
+			b.h.taskLog.WriteByte('\n')
+		}
+		return fmt.Appendf(nil, `{"end":%d}`, b.h.taskLog.Len()), nil
+	case "checkpoint_save":
+		var p struct {
+			Data []byte `json:"data"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+		b.h.mu.Lock()
+		defer b.h.mu.Unlock()
+		b.h.saved = append(b.h.saved, p.Data)
+		return []byte("{}"), nil
+	case "checkpoint_load":
+		resumes := 0
+		if b.h.ResumeFrom != nil {
+			resumes = 1
+		}
+		return json.Marshal(map[string]any{"data": b.h.ResumeFrom, "resumes": resumes})
 	case "elicit_all":
 		if b.h.Elicit == nil {
 			return nil, ErrUnavailable

@@ -37,6 +37,12 @@ type Tool struct {
 	// task (MCP 2026-07-28), the call runs synchronously until then. Needs TaskSupport
 	// optional or required.
 	StartsTask bool
+	// Resumable: a task of the tool whose server or worker process stops under it is
+	// started again, with the same arguments, from the last checkpoint it saved
+	// ([Call.SaveCheckpoint], read back with [Call.Checkpoint]), instead of failing.
+	// The tool must then tolerate running its steps since that checkpoint twice.
+	// Needs TaskSupport optional or required, and not StartsTask.
+	Resumable bool
 }
 
 // Annotations are hints about a tool's behaviour (MCP ToolAnnotations).
@@ -168,6 +174,7 @@ func manifest() ([]byte, error) {
 	type execution struct {
 		TaskSupport TaskSupport `json:"taskSupport"`
 		TaskStart   string      `json:"taskStart,omitempty"`
+		Resumable   bool        `json:"resumable,omitempty"`
 	}
 	type tool struct {
 		Name         string          `json:"name"`
@@ -193,6 +200,7 @@ func manifest() ([]byte, error) {
 			if t.StartsTask {
 				d.Execution.TaskStart = "guest"
 			}
+			d.Execution.Resumable = t.Resumable
 		}
 		ts = append(ts, d)
 	}

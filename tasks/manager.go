@@ -54,6 +54,20 @@ type Options struct {
 	// creation), while the task's own lock is held, so that it sees one task's states
 	// in the order they were stored. It must not block: queue any I/O.
 	OnChange func(Task)
+
+	// Task logs and checkpoints (journal.go), on a Store that is a Journal.
+	MaxLogBytes        int // a task log keeps its last this many bytes; 0 means DefaultMaxLogBytes
+	MaxCheckpointBytes int // a larger checkpoint is refused; 0 means DefaultMaxCheckpointBytes
+	// OnLog, if set, is called after every append to a task's log, under the task's
+	// lock like OnChange. It must not block.
+	OnLog func(id string, st LogState)
+	// Resume, if set, gives the work that resumes an adopted task (resume.go): the
+	// task's work again, from its recipe and checkpoint. An error fails the task with
+	// its message. Without it, no task is adopted.
+	Resume func(a Adopted) (Func, error)
+	// MaxResumes is how often one task is resumed before it is failed instead
+	// (its work keeps stopping its server); 0 means DefaultMaxResumes.
+	MaxResumes int
 }
 
 // Func is the work a task runs. Its context is owned by the task: it ends when the task
@@ -65,19 +79,21 @@ type Func func(ctx context.Context, h *Handle) (result json.RawMessage, failed s
 
 // Manager runs tasks and answers for them: the one task model behind every wire form.
 type Manager struct {
-	opts   Options
-	store  Store
-	shared Shared // store, when other processes share it; else nil
+	opts    Options
+	store   Store
+	shared  Shared  // store, when other processes share it; else nil
+	journal Journal // store, when it keeps task logs and checkpoints; else nil
 
-	mu     sync.Mutex
-	live   map[string]*live // unfinished tasks of this process
-	unfin  map[quotaKey]int // unfinished tasks per requester, and per shared owner
-	closed bool
-	wg     sync.WaitGroup
-	stop   chan struct{}
-	swept  chan struct{}  // closed when the sweeper has ended
-	heard  chan struct{}  // closed when the signal receiver has ended
-	taskMu [64]sync.Mutex // read-modify-write of one task in the store, striped by ID
+	mu      sync.Mutex
+	live    map[string]*live // unfinished tasks of this process
+	unfin   map[quotaKey]int // unfinished tasks per requester, and per shared owner
+	closed  bool
+	wg      sync.WaitGroup
+	stop    chan struct{}
+	swept   chan struct{}  // closed when the sweeper has ended
+	heard   chan struct{}  // closed when the signal receiver has ended
+	adopted chan struct{}  // closed when the adopter (resume.go) has ended
+	taskMu  [64]sync.Mutex // read-modify-write of one task in the store, striped by ID
 }
 
 // Requester is who starts a task: the owner, who may see and touch it, and which of
@@ -126,6 +142,7 @@ type live struct {
 	ended     chan struct{}     // closed when the work has returned, with final set
 	final     func(*Task) error // the work's outcome, applied to the stored task
 	inputMu   sync.Mutex        // orders the writes of inputs to a Shared store
+	resumable bool              // it has a recipe: Close orphans it instead of failing it
 }
 
 // NewManager creates a Manager and starts its expiry sweeper. Close it.
@@ -167,11 +184,23 @@ func NewManager(opts Options) *Manager {
 	if opts.MaxStoreBytes <= 0 {
 		opts.MaxStoreBytes = 1 << 30
 	}
+	if opts.MaxLogBytes <= 0 {
+		opts.MaxLogBytes = DefaultMaxLogBytes
+	}
+	if opts.MaxCheckpointBytes <= 0 {
+		opts.MaxCheckpointBytes = DefaultMaxCheckpointBytes
+	}
+	if opts.MaxResumes <= 0 {
+		opts.MaxResumes = DefaultMaxResumes
+	}
 	m := &Manager{opts: opts, store: opts.Store, live: map[string]*live{}, unfin: map[quotaKey]int{},
 		stop: make(chan struct{}), swept: make(chan struct{}), heard: make(chan struct{})}
 	m.shared, _ = opts.Store.(Shared)
+	m.journal, _ = opts.Store.(Journal)
+	m.adopted = make(chan struct{})
 	go m.sweep()
 	go m.hear()
+	go m.adopt()
 	return m
 }
 
@@ -262,6 +291,7 @@ func (m *Manager) Start(ctx context.Context, who Requester, ttl time.Duration, f
 			m.forget(t.ID)
 		case l.coalesced:
 			m.settle(t.ID)
+		case m.orphanOnClose(t.ID, l):
 		default:
 			m.finish(t.ID, l.final)
 		}
@@ -407,14 +437,8 @@ func (m *Manager) forgetLocked(id string) {
 func (m *Manager) update(id string, f func(*Task) error) (Task, error) {
 	// Updates of different tasks run concurrently, so that a durable store can commit
 	// them together; updates of one task are serialized.
-	m.mu.Lock()
-	l := m.live[id]
-	m.mu.Unlock()
-	if l != nil {
-		<-l.created // the work may run before its task is stored (CreateWindow)
-		if l.lost {
-			return Task{}, ErrNotFound
-		}
+	if err := m.waitStored(id); err != nil {
+		return Task{}, err
 	}
 	mu := &m.taskMu[stripe(id)]
 	mu.Lock()
@@ -449,6 +473,21 @@ func (m *Manager) update(id string, f func(*Task) error) (Task, error) {
 		m.opts.OnChange(t)
 	}
 	return t, err
+}
+
+// waitStored waits until a live task is in the store: its work may run before it is
+// stored (CreateWindow). It is ErrNotFound if storing it failed.
+func (m *Manager) waitStored(id string) error {
+	m.mu.Lock()
+	l := m.live[id]
+	m.mu.Unlock()
+	if l != nil {
+		<-l.created
+		if l.lost {
+			return ErrNotFound
+		}
+	}
+	return nil
 }
 
 var stripeSeed = maphash.MakeSeed()
@@ -637,7 +676,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Unlock()
 	close(m.stop)
 	done := make(chan struct{})
-	go func() { m.wg.Wait(); <-m.swept; <-m.heard; close(done) }()
+	go func() { <-m.adopted; m.wg.Wait(); <-m.swept; <-m.heard; close(done) }()
 	select {
 	case <-done:
 		return nil
@@ -683,6 +722,9 @@ type Input struct {
 	Key    string
 	Method string          // the request's method, such as "elicitation/create"
 	Params json.RawMessage // its params
+	// Pushed: the work sent it to the requester itself when it asked (2025-11-25
+	// on a session); otherwise a waiting tasks/result delivers it.
+	Pushed bool
 	reply  chan Reply
 	once   sync.Once
 }
@@ -745,6 +787,9 @@ func (m *Manager) Answer(owner, id, key string, r Reply) bool {
 type Handle struct {
 	m  *Manager
 	id string
+	// What a resumed task's work starts from (resume.go).
+	checkpoint []byte
+	resumes    int
 }
 
 // ID returns the task's ID.
@@ -763,7 +808,7 @@ func (h *Handle) Ask(ctx context.Context, method string, params json.RawMessage,
 		return nil, ErrNotFound
 	}
 	l.nextKey++
-	in := &Input{Key: "input-" + strconv.Itoa(l.nextKey), Method: method, Params: params, reply: make(chan Reply, 1)}
+	in := &Input{Key: "input-" + strconv.Itoa(l.nextKey), Method: method, Params: params, Pushed: deliver != nil, reply: make(chan Reply, 1)}
 	l.inputs = append(l.inputs, in)
 	m.mu.Unlock()
 	h.shareInputs(l)

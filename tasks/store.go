@@ -45,7 +45,7 @@ type Store interface {
 // Stats is what a Store holds.
 type Stats struct {
 	Tasks int   // tasks stored
-	Bytes int64 // bytes of their results and errors (what grows)
+	Bytes int64 // bytes of their results, errors, logs and checkpoints (what grows)
 }
 
 // Size is what a task adds to Stats.Bytes.
@@ -62,14 +62,15 @@ type MemoryStore struct {
 	mu      sync.Mutex
 	tasks   map[string]Task
 	byOwner map[string][]string // IDs in (CreatedAt, ID) order
-	bytes   int64
+	journal map[string]*journalEntry
+	bytes   int64 // results, errors and journals
 }
 
 var _ Store = (*MemoryStore)(nil)
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{tasks: map[string]Task{}, byOwner: map[string][]string{}}
+	return &MemoryStore{tasks: map[string]Task{}, byOwner: map[string][]string{}, journal: map[string]*journalEntry{}}
 }
 
 func (s *MemoryStore) Put(_ context.Context, t Task) error {
@@ -135,6 +136,10 @@ func (s *MemoryStore) Delete(_ context.Context, id string) error {
 	}
 	delete(s.tasks, id)
 	s.bytes -= Size(t)
+	if e := s.journal[id]; e != nil {
+		s.bytes -= e.size()
+		delete(s.journal, id)
+	}
 	s.byOwner[t.Owner] = slices.DeleteFunc(s.byOwner[t.Owner], func(x string) bool { return x == id })
 	if len(s.byOwner[t.Owner]) == 0 {
 		delete(s.byOwner, t.Owner)

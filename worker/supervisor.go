@@ -603,9 +603,9 @@ func (p *process) take(c *call) []frame {
 }
 
 // maxCallFrames is more than the ABI lets one call send (1,000 logs, 10,000 progress
-// reports, 100 requests, one begun and one result): a worker that sends more is
+// reports, its requests, one begun and one result): a worker that sends more is
 // misbehaving.
-const maxCallFrames = 1000 + 10000 + 100 + 2
+const maxCallFrames = 1000 + 10000 + sandbox.MaxRequests + sandbox.MaxJournalRequests + 2
 
 // read dispatches the worker's frames until its output ends, checking each one: a
 // malformed frame means the worker is not behaving as this program's worker does, and
@@ -668,8 +668,8 @@ func validate(f frame) error {
 			return errors.New("malformed begun")
 		}
 	case frameRequest:
-		if n < 1 || n < 1+int(f.payload[0]) || f.payload[0] > 64 || n-1-int(f.payload[0]) > 64<<10 ||
-			!utf8.Valid(f.payload[1:1+int(f.payload[0])]) {
+		if n < 1 || n < 1+int(f.payload[0]) || f.payload[0] > 64 || !utf8.Valid(f.payload[1:1+int(f.payload[0])]) ||
+			n-1-int(f.payload[0]) > sandbox.RequestParamsLimit(string(f.payload[1:1+int(f.payload[0])])) {
 			return errors.New("malformed request")
 		}
 	default:

@@ -217,6 +217,10 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 			MaxStoredTasks: cfg.Tasks.MaxStoredTasks,
 			MaxStoreBytes:  int64(cfg.Tasks.MaxStoreMiB) << 20,
 			CreateWindow:   createWindow,
+
+			MaxLogBytes:        cfg.Tasks.MaxLogKiB << 10,
+			MaxCheckpointBytes: cfg.Tasks.MaxCheckpointKiB << 10,
+			MaxResumes:         cfg.Tasks.MaxResumes,
 		}})
 	if err != nil {
 		return err

@@ -1814,6 +1814,102 @@ MCPWH_API int32_t mcpwh_resource_updated(const char *uri)
 }
 
 /**
+ * Appends text[0..len) (lines; a last one without '\n' gets one) to the call's
+ * task log (ABI v1.4 request task_log), which the task's owner reads as the
+ * resource mcp-wasmhost://tasks/{taskId}/log while it runs. Returns MCPWH_OK,
+ * MCPWH_FAILED (not a task, or not UTF-8 text), MCPWH_NO_MEMORY or another host
+ * status.
+ */
+MCPWH_API int32_t mcpwh_task_log(const char *text, size_t len)
+{
+    mcpwh_buf b = MCPWH_BUF_INIT;
+    char *reply = NULL;
+    int32_t r;
+    mcpwh_buf_puts(&b, "{\"text\":");
+    mcpwh_buf_json_string(&b, text, len);
+    mcpwh_buf_putc(&b, '}');
+    if (b.failed) {
+        mcpwh_buf_free(&b);
+        return MCPWH_NO_MEMORY;
+    }
+    r = mcpwh_request("task_log", b.data, b.len, &reply, NULL);
+    free(reply);
+    mcpwh_buf_free(&b);
+    return r;
+}
+
+/**
+ * Saves data[0..len) (at most 1 MiB) as the checkpoint a resumed task starts from
+ * (ABI v1.4 request checkpoint_save); the tool must declare
+ * "execution": {"resumable": true}. Returns MCPWH_OK, MCPWH_FAILED (with the
+ * reason in the reply), MCPWH_TOO_LARGE, MCPWH_NO_MEMORY or another host status.
+ */
+MCPWH_API int32_t mcpwh_checkpoint_save(const void *data, size_t len)
+{
+    mcpwh_buf b = MCPWH_BUF_INIT;
+    char *reply = NULL;
+    int32_t r;
+    mcpwh_buf_puts(&b, "{\"data\":\"");
+    mcpwh_buf_base64(&b, data, len);
+    mcpwh_buf_puts(&b, "\"}");
+    if (b.failed) {
+        mcpwh_buf_free(&b);
+        return MCPWH_NO_MEMORY;
+    }
+    r = mcpwh_request("checkpoint_save", b.data, b.len, &reply, NULL);
+    free(reply);
+    mcpwh_buf_free(&b);
+    return r;
+}
+
+/**
+ * Reads what the call starts from (ABI v1.4 request checkpoint_load): the last
+ * checkpoint its task saved before its server or worker stopped, in *data (malloc'd,
+ * the caller frees it; NULL with *len 0 on a first run), and in *resumes how many
+ * times the task has been resumed. Returns MCPWH_OK or a host status.
+ */
+MCPWH_API int32_t mcpwh_checkpoint_load(unsigned char **data, size_t *len, int *resumes)
+{
+    char *reply = NULL, *b64 = NULL;
+    size_t n = 0, b64_len = 0;
+    int64_t count = 0;
+    mcpwh_span doc, v;
+    int32_t r;
+    *data = NULL;
+    *len = 0;
+    *resumes = 0;
+    r = mcpwh_request("checkpoint_load", "{}", 2, &reply, &n);
+    if (r != MCPWH_OK)
+        return r;
+    doc = mcpwh_span_of(reply, n);
+    if (mcpwh_json_get_int(doc, "resumes", &count) == MCPWH_JSON_OK)
+        *resumes = (int)count;
+    if (mcpwh_json_member(doc, "data", &v) == MCPWH_JSON_OK && mcpwh_json_type(v) == MCPWH_JSON_T_STRING) {
+        if (mcpwh_json_decode_string(v, &b64, &b64_len) != MCPWH_JSON_OK) {
+            free(reply);
+            return MCPWH_NO_MEMORY;
+        }
+        *data = (unsigned char *)malloc(b64_len / 4 * 3 + 1);
+        if (*data == NULL) {
+            free(b64);
+            free(reply);
+            return MCPWH_NO_MEMORY;
+        }
+        long got = mcpwh_base64_decode(b64, b64_len, *data);
+        free(b64);
+        if (got < 0) {
+            free(*data);
+            *data = NULL;
+            free(reply);
+            return MCPWH_INVALID;
+        }
+        *len = (size_t)got;
+    }
+    free(reply);
+    return MCPWH_OK;
+}
+
+/**
  * Appends a CallToolResult with one text content item to b:
  *
  *   {"content":[{"type":"text","text":TEXT}],"structuredContent":S,"isError":true}

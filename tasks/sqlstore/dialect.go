@@ -40,7 +40,7 @@ var sqlite = dialect{
 			path, busyTimeout.Milliseconds())
 	},
 	bind:       func(q string) string { return q },
-	migrations: []string{schemaV1},
+	migrations: []string{schemaV1, schemaV2},
 }
 
 // postgres is PostgreSQL through github.com/jackc/pgx/v5 (its database/sql driver
@@ -52,7 +52,7 @@ var sqlite = dialect{
 var postgres = dialect{
 	name:       "postgres",
 	bind:       dollars,
-	migrations: []string{strings.ReplaceAll(schemaV1, "BLOB", "BYTEA")},
+	migrations: []string{strings.ReplaceAll(schemaV1, "BLOB", "BYTEA"), strings.ReplaceAll(schemaV2, "BLOB", "BYTEA")},
 }
 
 // dollars rewrites "?" placeholders as PostgreSQL's $1, $2, ... (no query here has

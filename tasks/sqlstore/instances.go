@@ -130,9 +130,8 @@ func (s *Store) recover(ctx context.Context) error {
 	if err != nil {
 		return s.storeError("find stopped instances", err)
 	}
-	var failed int
+	var failed, orphaned int
 	err = s.write(ctx, "fail the tasks of stopped servers", func(tx *sql.Tx) error {
-		failed = 0
 		for _, id := range gone {
 			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM instances WHERE id = ?`), id); err != nil {
 				return err
@@ -160,20 +159,31 @@ func (s *Store) recover(ctx context.Context) error {
 			return err
 		}
 		stamp := now.UTC()
+		failed, orphaned = 0, 0
 		for _, t := range lost {
+			// A resumable task waits for an instance to adopt it (tasks.Journal).
+			if ok, err := s.orphan(ctx, tx, t.ID, OrphanMessage); err != nil {
+				return err
+			} else if ok {
+				orphaned++
+				continue
+			}
 			old := t
 			t.Status, t.StatusMessage = tasks.Failed, LostMessage
 			t.LastUpdatedAt, t.FinishedAt = stamp, stamp
 			if err := s.put(ctx, tx, t, &old); err != nil {
 				return err
 			}
+			failed++
 		}
-		failed = len(lost)
 		_, err = tx.ExecContext(ctx, s.q(`DELETE FROM nonces WHERE expires_at < ?`), now.UnixNano())
 		return err
 	})
 	if err == nil && failed > 0 {
 		s.logger.Warn("tasks of a stopped server reported failed", "tasks", failed, "instances", len(gone))
+	}
+	if err == nil && orphaned > 0 {
+		s.logger.Info("resumable tasks of a stopped server wait to be resumed", "tasks", orphaned, "instances", len(gone))
 	}
 	if s.pg == nil {
 		for _, id := range gone {

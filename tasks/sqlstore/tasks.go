@@ -207,7 +207,11 @@ func (s *Store) deleteIDs(ctx context.Context, tx *sql.Tx, ids []string) error {
 			return err
 		}
 	}
-	s.count(-n, -size)
+	journals, err := s.deleteJournals(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	s.count(-n, -size-journals)
 	return nil
 }
 
@@ -248,25 +252,32 @@ func (s *Store) Purge(ctx context.Context, now time.Time, limit int) (int, error
 	var n int
 	err := s.write(ctx, "purge", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, s.q(`DELETE FROM tasks WHERE id IN
-			(SELECT id FROM tasks WHERE expires_at < ? ORDER BY expires_at LIMIT ?) RETURNING size`), now.UnixNano(), limit)
+			(SELECT id FROM tasks WHERE expires_at < ? ORDER BY expires_at LIMIT ?) RETURNING id, size`), now.UnixNano(), limit)
 		if err != nil {
 			return err
 		}
 		var size int64
+		var ids []string
 		n = 0
 		for rows.Next() {
+			var id string
 			var sz int64
-			if err := rows.Scan(&sz); err != nil {
+			if err := rows.Scan(&id, &sz); err != nil {
 				rows.Close()
 				return err
 			}
 			n, size = n+1, size+sz
+			ids = append(ids, id)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		s.count(-int64(n), -size)
+		journals, err := s.deleteJournals(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		s.count(-int64(n), -size-journals)
 		return nil
 	})
 	if err != nil {

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
+)
+
+// longrunConfig is a config serving the bundled longrun plugin (in a worker) on a
+// task store of the test's own, with extra [tasks] keys.
+func longrunConfig(t *testing.T, tasksTOML string) string {
+	t.Helper()
+	return writeConfig(t, fmt.Sprintf("[server]\ncache_dir = %q\n\n[tasks]\ndata_dir = %q\n%s\n", testenv.CacheDir(), t.TempDir(), tasksTOML)+
+		pluginTOML(t, "longrun", "plugins/longrun/longrun.wasm", "")+"timeout = \"10m\"\n")
+}
+
+// logPage is a task log as resources/read returns it.
+type logPage struct {
+	Text string
+	Meta struct {
+		Offset, Next, End, Dropped int64
+		Status                     string
+	}
+}
+
+func readLog(t *testing.T, c *mcptest.Client, uri string) logPage {
+	t.Helper()
+	var res struct {
+		Contents []struct {
+			Text string `json:"text"`
+			Meta map[string]struct {
+				Offset  int64  `json:"offset"`
+				Next    int64  `json:"next"`
+				End     int64  `json:"end"`
+				Dropped int64  `json:"dropped"`
+				Status  string `json:"status"`
+			} `json:"_meta"`
+		} `json:"contents"`
+	}
+	c.MustCall("resources/read", map[string]any{"uri": uri}, &res)
+	if len(res.Contents) != 1 {
+		t.Fatalf("resources/read(%s) = %d contents, want 1", uri, len(res.Contents))
+	}
+	p := logPage{Text: res.Contents[0].Text}
+	m := res.Contents[0].Meta["io.github.mcp-wasmhost/log"]
+	p.Meta.Offset, p.Meta.Next, p.Meta.End, p.Meta.Dropped, p.Meta.Status = m.Offset, m.Next, m.End, m.Dropped, m.Status
+	return p
+}
+
+// createLogged starts tool as a task and returns its ID and its log's URI, which the
+// CreateTaskResult names in _meta.
+func createLogged(t *testing.T, c *mcptest.Client, tool string, args any) (id, uri string) {
+	t.Helper()
+	var res struct {
+		Meta map[string]string `json:"_meta"`
+		Task mcptest.Task      `json:"task"`
+	}
+	c.MustCall("tools/call", map[string]any{"name": tool, "arguments": args, "task": map[string]any{"ttl": 600000}}, &res)
+	uri = res.Meta["io.github.mcp-wasmhost/log"]
+	if res.Task.TaskID == "" || uri != "mcp-wasmhost://tasks/"+res.Task.TaskID+"/log" {
+		t.Fatalf("tools/call(%s) = %+v; want a task whose _meta names its log", tool, res)
+	}
+	return res.Task.TaskID, uri
+}
+
+// waitLogLines polls a task log until it has at least n lines.
+func waitLogLines(t *testing.T, c *mcptest.Client, uri string, n int) logPage {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		p := readLog(t, c, uri)
+		if strings.Count(p.Text, "\n") >= n {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("log %s has %q after a minute, want %d lines", uri, p.Text, n)
+		}
+	}
+}
+
+// TestTaskLogLive: a client reads a running task's log as it grows, is told of its
+// growth through its subscription (at most every 100 ms), and reads on from an
+// offset; the log's bound drops the oldest lines and says so.
+func TestTaskLogLive(t *testing.T) {
+	cmd := exec.Command(binary, "--config", longrunConfig(t, "max_log_kib = 1"))
+	owner := mcptest.Dial(t, &mcp.CommandTransport{Command: cmd}, nil)
+
+	id, uri := createLogged(t, owner, "longrun_testrun", map[string]any{"cases": 40, "case_ms": 50, "fail_every": 7})
+	owner.MustCall("resources/subscribe", map[string]any{"uri": uri}, nil)
+	first := waitLogLines(t, owner, uri, 5)
+	if first.Meta.Status != "working" || !strings.HasPrefix(first.Text, "case 1: PASS\n") {
+		t.Errorf("log of the running task = %q (%s); want its first cases while it works", first.Text, first.Meta.Status)
+	}
+	owner.WaitStatus(id, "completed")
+	updates := 0
+	for _, n := range owner.NotificationsOf("notifications/resources/updated") {
+		if strings.Contains(string(n.Params), uri) {
+			updates++
+		}
+	}
+	if updates < 5 || updates > 40 {
+		t.Errorf("%d notifications/resources/updated for 40 lines over 2 s; want several, at most one per line", updates)
+	}
+	t.Logf("%d update notifications for 40 lines over 2 s", updates)
+	// Read on from where the first read ended: exactly the rest.
+	var rest struct {
+		Contents []struct {
+			Text string `json:"text"`
+		} `json:"contents"`
+	}
+	owner.MustCall("resources/read", map[string]any{"uri": uri + "?offset=" + strconv.FormatInt(first.Meta.Next, 10)}, &rest)
+	whole := readLog(t, owner, uri)
+	if len(rest.Contents) != 1 || first.Text+rest.Contents[0].Text != whole.Text || !strings.HasSuffix(whole.Text, "case 40: PASS\n") ||
+		strings.Count(whole.Text, "FAIL") != 5 {
+		t.Errorf("log read in two parts = %q + %q, whole %q; want the same 40 cases", first.Text, rest.Contents, whole.Text)
+	}
+	if e := owner.CallErr("resources/read", map[string]any{"uri": uri + "?offset=-1"}); e == nil {
+		t.Error("resources/read with a negative offset succeeded")
+	}
+
+	// 300 lines of about 14 bytes with a 1 KiB bound: the oldest are dropped, and a
+	// reader from the start is told.
+	id2, uri2 := createLogged(t, owner, "longrun_testrun", map[string]any{"cases": 300})
+	owner.WaitStatus(id2, "completed")
+	p := readLog(t, owner, uri2)
+	if p.Meta.Dropped == 0 || p.Meta.End-p.Meta.Dropped > 1024 || !strings.HasPrefix(p.Text, "[mcp-wasmhost: the first ") ||
+		!strings.HasSuffix(p.Text, "case 300: PASS\n") {
+		t.Errorf("bounded log = %q (%+v); want the marker, then the last lines within 1 KiB", p.Text, p.Meta)
+	}
+}
+
+// TestTaskLogOwner: over HTTP, another session's client is told a task's log does
+// not exist, and cannot subscribe to it.
+func TestTaskLogOwner(t *testing.T) {
+	url, _ := startHTTP(t, longrunConfig(t, ""))
+	owner := mcptest.Dial(t, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	other := mcptest.Dial(t, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	id, uri := createLogged(t, owner, "longrun_testrun", map[string]any{"cases": 3})
+	owner.WaitStatus(id, "completed")
+	if p := readLog(t, owner, uri); strings.Count(p.Text, "\n") != 3 {
+		t.Errorf("owner's read of its log = %q, want 3 lines", p.Text)
+	}
+	if e := other.CallErr("resources/read", map[string]any{"uri": uri}); e == nil || !strings.Contains(e.Message, "not found") {
+		t.Errorf("resources/read of another session's task log = %v; want not found", e)
+	}
+	if e := other.CallErr("resources/subscribe", map[string]any{"uri": uri}); e == nil {
+		t.Error("resources/subscribe to another session's task log succeeded; want not found")
+	}
+}
+
+// lastCase is the highest case number a testrun log shows.
+func lastCase(text string) int {
+	last := 0
+	for _, m := range regexp.MustCompile(`(?m)^case (\d+): `).FindAllStringSubmatch(text, -1) {
+		if n, _ := strconv.Atoi(m[1]); n > last {
+			last = n
+		}
+	}
+	return last
+}
+
+// TestResumeAfterSIGKILL: the server is killed (SIGKILL) while a resumable task runs;
+// the next server on the same store resumes it from its last checkpoint and it
+// completes with the right totals, having redone at most the case that was running.
+// A task of a tool that is not resumable fails with the reason, as before.
+func TestResumeAfterSIGKILL(t *testing.T) {
+	cfg := longrunConfig(t, "")
+	cfg = appendPlugin(t, cfg, pluginTOML(t, "toolbox", "plugins/toolbox/toolbox.wasm", ""))
+	start := func() (*mcptest.Client, *exec.Cmd) {
+		cmd := exec.Command(binary, "--config", cfg)
+		return mcptest.Dial(t, &mcp.CommandTransport{Command: cmd}, nil), cmd
+	}
+	a, cmdA := start()
+	id, uri := createLogged(t, a, "longrun_testrun", map[string]any{"cases": 60, "case_ms": 50, "fail_every": 10})
+	plain := a.CreateTask("toolbox_timer", map[string]any{"seconds": 600}, map[string]any{"ttl": 600000}, nil)
+	before := waitLogLines(t, a, uri, 15)
+	if err := cmdA.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmdA.Wait()
+	reached := lastCase(before.Text)
+
+	b, _ := start()
+	var res struct {
+		StructuredContent struct {
+			Cases, Passed, Failed, ResumedFrom, Resumes int
+		} `json:"structuredContent"`
+	}
+	b.WaitStatus(id, "completed")
+	b.MustCall("tasks/result", map[string]any{"taskId": id}, &res)
+	got := res.StructuredContent
+	if got.Passed != 54 || got.Failed != 6 || got.Resumes != 1 {
+		t.Errorf("resumed testrun = %+v; want 54 passed, 6 failed, resumed once", got)
+	}
+	// The log the killed server last showed reached case `reached` (at least); the
+	// run resumed at the case after its last checkpoint.
+	redone := reached - got.ResumedFrom + 1
+	if got.ResumedFrom < reached || redone > 1 {
+		t.Errorf("resumed from case %d after the log showed case %d: redid %d cases, want at most one checkpoint interval (1)", got.ResumedFrom, reached, redone)
+	}
+	t.Logf("killed after case %d; resumed from case %d (redid %d)", reached, got.ResumedFrom, max(redone, 0))
+	log := readLog(t, b, uri).Text
+	if !strings.Contains(log, "resumed at case "+strconv.Itoa(got.ResumedFrom)+" (resume 1)") || !strings.HasSuffix(log, "case 60: FAIL (case 60 is a multiple of 10)\n") {
+		t.Errorf("log after the resume = %q; want the note of the resume and every case to 60", log)
+	}
+	lost := b.WaitStatus(plain.TaskID, "failed")
+	if !strings.Contains(lost.StatusMessage, "server running this task stopped") {
+		t.Errorf("task of a tool that is not resumable = %q; want failed with the reason", lost.StatusMessage)
+	}
+}
+
+// TestResumeLimit: a resumable task whose worker process dies under it at every
+// attempt is started again max_resumes times, then failed, saying why.
+func TestResumeLimit(t *testing.T) {
+	cfg := longrunConfig(t, "max_resumes = 2")
+	cmd := exec.Command(binary, "--config", cfg, "--log-level", "debug")
+	serverLog := &testenv.SyncBuffer{}
+	cmd.Stderr = serverLog
+	defer func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", serverLog)
+		}
+	}()
+	c := mcptest.Dial(t, &mcp.CommandTransport{Command: cmd}, nil)
+	id, uri := createLogged(t, c, "longrun_testrun", map[string]any{"cases": 100000, "case_ms": 20})
+	seen := 0
+	for kill := 1; kill <= 3; kill++ {
+		// Wait for this attempt's first case, then kill every worker of the server.
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if n := lastCase(readLog(t, c, uri).Text); n > seen {
+				seen = n
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("attempt %d made no progress", kill)
+			}
+		}
+		for _, pid := range testenv.Children(cmd.Process.Pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	got := c.WaitStatus(id, "failed")
+	if !strings.Contains(got.StatusMessage, "max_resumes") {
+		t.Errorf("task whose worker died 3 times = %q; want failed naming max_resumes", got.StatusMessage)
+	}
+	if log := readLog(t, c, uri).Text; strings.Count(log, "resumed at case") != 2 {
+		t.Errorf("log = ...%q; want two resumes noted", log[max(0, len(log)-300):])
+	}
+}
+
+// appendPlugin adds a plugin table to the config file at path.
+func appendPlugin(t *testing.T, path, table string) string {
+	t.Helper()
+	return writeConfig(t, readFile(t, path)+table)
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestResumeAsksAgain: a resumable task that was waiting for the user's answer when
+// its server was killed asks again once the next server resumes it, and completes
+// with the answer given there.
+func TestResumeAsksAgain(t *testing.T) {
+	cfg := longrunConfig(t, "")
+	never := make(chan struct{})
+	defer close(never)
+	cmdA := exec.Command(binary, "--config", cfg)
+	a := mcptest.Dial(t, &mcp.CommandTransport{Command: cmdA}, func(*jsonrpc.Request) (any, error) {
+		<-never // the first client never answers
+		return nil, nil
+	})
+	id, _ := createLogged(t, a, "longrun_testrun", map[string]any{"cases": 6, "confirm_at": 3})
+	a.WaitStatus(id, "input_required")
+	if err := cmdA.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmdA.Wait()
+
+	asked := 0
+	b := mcptest.Dial(t, &mcp.CommandTransport{Command: exec.Command(binary, "--config", cfg)}, func(r *jsonrpc.Request) (any, error) {
+		asked++
+		if r.Method != "elicitation/create" || !strings.Contains(string(r.Params), "reached case 3") {
+			return nil, fmt.Errorf("unexpected %s %s", r.Method, r.Params)
+		}
+		return map[string]any{"action": "accept", "content": map[string]any{"go_on": true}}, nil
+	})
+	var res struct {
+		StructuredContent struct{ Passed, Resumes, ResumedFrom int } `json:"structuredContent"`
+	}
+	b.MustCall("tasks/result", map[string]any{"taskId": id}, &res)
+	if got := res.StructuredContent; got.Passed != 6 || got.Resumes != 1 || got.ResumedFrom != 3 || asked != 1 {
+		t.Errorf("after the resume: %+v, asked %d times; want 6 passed, resumed once from case 3, asked once", got, asked)
+	}
+}

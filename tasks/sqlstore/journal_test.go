@@ -1,0 +1,307 @@
+package sqlstore_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks/sqlstore"
+)
+
+// TestJournal holds both Journals (memory and SQLite) to one contract: a log keeps its
+// last lines within its bound and counts what it dropped, pages end at a line's end,
+// checkpoints and recipes are kept, and deleting a task deletes its journal and its
+// bytes from the totals.
+func TestJournal(t *testing.T) {
+	type opener struct {
+		name string
+		open func(t *testing.T) tasks.Journal
+	}
+	cases := []opener{{"memory", func(*testing.T) tasks.Journal { return tasks.NewMemoryStore() }}}
+	for _, e := range engines(t) {
+		cases = append(cases, opener{e.name, func(t *testing.T) tasks.Journal { return instances(t, e)() }})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := tc.open(t)
+			if _, err := s.AppendLog(ctx, "nope", []byte("x\n"), 100); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("AppendLog(missing task) = %v, want ErrNotFound", err)
+			}
+			now := time.Now().UTC()
+			if err := s.Put(ctx, task("a", "alice", now, tasks.Working)); err != nil {
+				t.Fatal(err)
+			}
+			base, _ := s.Stats(ctx)
+			var st tasks.LogState
+			var err error
+			for i := range 10 {
+				if st, err = s.AppendLog(ctx, "a", fmt.Appendf(nil, "line %d\n", i), 30); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// "line 0\n" is 7 bytes: 70 written, the last 4 lines (28 bytes) kept.
+			if st != (tasks.LogState{Dropped: 42, Kept: 28}) {
+				t.Errorf("after 10 lines with a bound of 30 bytes: %+v, want 42 dropped, 28 kept", st)
+			}
+			p, err := s.ReadLog(ctx, "a", 0, 1000)
+			if err != nil || p.Offset != 42 || string(p.Text) != "line 6\nline 7\nline 8\nline 9\n" {
+				t.Errorf("ReadLog(0) = %+v %q, %v; want from offset 42, the last four lines", p, p.Text, err)
+			}
+			p, _ = s.ReadLog(ctx, "a", 49, 10) // from "line 7", 10 bytes: one whole line
+			if p.Offset != 49 || string(p.Text) != "line 7\n" {
+				t.Errorf("ReadLog(49, 10) = %d %q; want the one whole line that fits", p.Offset, p.Text)
+			}
+			if p, _ = s.ReadLog(ctx, "a", 1000, 10); p.Offset != 70 || len(p.Text) != 0 {
+				t.Errorf("ReadLog past the end = %d %q; want the end, empty", p.Offset, p.Text)
+			}
+			cp := bytes.Repeat([]byte{0xff, 0}, 1000)
+			if err := s.SaveCheckpoint(ctx, "a", cp); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.Checkpoint(ctx, "a"); err != nil || !bytes.Equal(got, cp) {
+				t.Errorf("Checkpoint = %d bytes, %v; want the 2000 saved", len(got), err)
+			}
+			if err := s.SetRecipe(ctx, "a", []byte(`{"tool":"x"}`)); err != nil {
+				t.Fatal(err)
+			}
+			st2, _ := s.Stats(ctx)
+			if want := base.Bytes + 28 + 2000 + 12; st2.Bytes != want {
+				t.Errorf("Stats.Bytes = %d, want %d (the log kept, the checkpoint and the recipe count)", st2.Bytes, want)
+			}
+			if ok, err := s.Orphan(ctx, "a", "waiting"); !ok || err != nil {
+				t.Fatalf("Orphan(resumable) = %v, %v", ok, err)
+			}
+			got, err := s.Adopt(ctx, "me", 10)
+			if err != nil || len(got) != 1 || got[0].Resumes != 1 || !bytes.Equal(got[0].Checkpoint, cp) || got[0].Task.Runner != "me" {
+				t.Fatalf("Adopt = %+v, %v; want the task, resume 1, with its checkpoint", got, err)
+			}
+			if again, _ := s.Adopt(ctx, "other", 10); len(again) != 0 {
+				t.Errorf("Adopt after it was adopted = %d tasks, want none", len(again))
+			}
+			if err := s.Put(ctx, task("b", "bob", now, tasks.Working)); err != nil {
+				t.Fatal(err)
+			}
+			if ok, _ := s.Orphan(ctx, "b", "waiting"); ok {
+				t.Error("Orphan(task without a recipe) = true, want false")
+			}
+			if err := s.Delete(ctx, "a"); err != nil {
+				t.Fatal(err)
+			}
+			if st3, _ := s.Stats(ctx); st3.Bytes != base.Bytes {
+				t.Errorf("Stats.Bytes after delete = %d, want %d", st3.Bytes, base.Bytes)
+			}
+			if _, err := s.ReadLog(ctx, "a", 0, 10); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("ReadLog(deleted) = %v, want ErrNotFound", err)
+			}
+		})
+	}
+}
+
+// resumable starts (or resumes) work that saves a checkpoint per step and blocks
+// after stopAfter steps of this run (-1: never), or finishes after step last.
+func resumable(stopAfter, last int, started chan<- int) tasks.Func {
+	return func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+		cp, resumes := h.Resumed()
+		step := 0
+		if cp != nil {
+			fmt.Sscan(string(cp), &step)
+		}
+		if resumes == 0 {
+			if err := h.SetRecipe(ctx, []byte(`{"work":"steps"}`)); err != nil {
+				return nil, "", &tasks.Error{Code: -1, Message: err.Error()}
+			}
+		}
+		started <- step
+		stopAt := step + stopAfter
+		for step < last {
+			step++
+			if _, err := h.AppendLog(ctx, fmt.Appendf(nil, "step %d", step)); err != nil {
+				return nil, "", &tasks.Error{Code: -1, Message: err.Error()}
+			}
+			if err := h.SaveCheckpoint(ctx, fmt.Append(nil, step)); err != nil {
+				return nil, "", &tasks.Error{Code: -1, Message: err.Error()}
+			}
+			if stopAfter >= 0 && step == stopAt {
+				<-ctx.Done()
+				return nil, "", &tasks.Error{Code: -1, Message: "stopped"}
+			}
+		}
+		return fmt.Appendf(nil, `{"steps":%d,"resumes":%d}`, step, resumes), "", nil
+	}
+}
+
+// TestResumeAfterCrash: a task with a recipe whose server dies (SIGKILL) is adopted by
+// the next server on the store and resumed from its checkpoint, keeping its log; one
+// without a recipe is failed as before; and past MaxResumes it is failed.
+func TestResumeAfterCrash(t *testing.T) {
+	for _, e := range engines(t) {
+		t.Run(e.name, func(t *testing.T) {
+			ctx := context.Background()
+			open := opener(e)
+			local := tasks.Requester{Owner: "local"}
+			started := make(chan int, 10)
+			resume := func(a tasks.Adopted) (tasks.Func, error) {
+				if string(a.Recipe) != `{"work":"steps"}` {
+					return nil, fmt.Errorf("unknown recipe %s", a.Recipe)
+				}
+				return resumable(-1, 5, started), nil
+			}
+
+			s1 := open(t)
+			m1 := tasks.NewManager(tasks.Options{Store: s1, Resume: resume})
+			task1, err := m1.Start(ctx, local, time.Hour, resumable(3, 5, started))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, _ := m1.Start(ctx, local, time.Hour, func(ctx context.Context, _ *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+				<-ctx.Done()
+				return nil, "", nil
+			})
+			<-started
+			waitLog(t, s1, task1.ID, "step 3\n")
+			s1.Crash()
+			defer m1.Close(ctx)
+
+			s2 := open(t)
+			defer s2.Close()
+			m2 := tasks.NewManager(tasks.Options{Store: s2, Resume: resume})
+			defer m2.Close(ctx)
+			select {
+			case from := <-started:
+				if from != 3 {
+					t.Errorf("resumed from step %d, want 3 (its last checkpoint)", from)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the task was not resumed")
+			}
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			got, err := m2.Wait(wctx, "local", task1.ID)
+			if err != nil || got.Status != tasks.Completed || string(got.Result) != `{"steps":5,"resumes":1}` {
+				t.Errorf("resumed task = %s %q %s, %v; want completed after 5 steps and 1 resume", got.Status, got.StatusMessage, got.Result, err)
+			}
+			page, _, _ := m2.ReadLog(ctx, "local", task1.ID, 0, 1<<20)
+			if want := "step 1\nstep 2\nstep 3\nstep 4\nstep 5\n"; string(page.Text) != want {
+				t.Errorf("log after the resume = %q, want %q (the steps before the crash kept)", page.Text, want)
+			}
+			if _, _, err := m2.ReadLog(ctx, "mallory", task1.ID, 0, 10); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("ReadLog by another owner = %v, want ErrNotFound", err)
+			}
+			if got, _ := m2.Get(ctx, "local", plain.ID); got.Status != tasks.Failed || got.StatusMessage != sqlstore.LostMessage {
+				t.Errorf("task without a recipe = %s %q, want failed with LostMessage", got.Status, got.StatusMessage)
+			}
+		})
+	}
+}
+
+// TestResumeLimit: a task whose server keeps dying is failed once it has been resumed
+// MaxResumes times, with the reason.
+func TestResumeLimit(t *testing.T) {
+	for _, e := range engines(t) {
+		t.Run(e.name, func(t *testing.T) {
+			ctx := context.Background()
+			open := opener(e)
+			started := make(chan int, 10)
+			resume := func(tasks.Adopted) (tasks.Func, error) { return resumable(1, 5, started), nil }
+			opts := func(s *sqlstore.Store) tasks.Options {
+				return tasks.Options{Store: s, Resume: resume, MaxResumes: 2}
+			}
+			s := open(t)
+			m := tasks.NewManager(opts(s))
+			created, err := m.Start(ctx, tasks.Requester{Owner: "local"}, time.Hour, resumable(1, 5, started))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 { // the first run, then two resumes: each dies at its first step
+				select {
+				case <-started:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("run %d did not start", i)
+				}
+				waitLog(t, s, created.ID, fmt.Sprintf("step %d\n", 1+i))
+				s.Crash()
+				defer m.Close(ctx)
+				s = open(t)
+				m = tasks.NewManager(opts(s))
+			}
+			defer s.Close()
+			defer m.Close(ctx)
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			got, err := m.Wait(wctx, "local", created.ID)
+			if err != nil || got.Status != tasks.Failed || !strings.Contains(got.StatusMessage, "3 times") || !strings.Contains(got.StatusMessage, "max_resumes") {
+				t.Errorf("task after 3 crashes = %s %q, %v; want failed naming the count and max_resumes", got.Status, got.StatusMessage, err)
+			}
+		})
+	}
+}
+
+// TestCloseLeavesResumable: a graceful shutdown does not fail a resumable task; the
+// next server resumes it.
+func TestCloseLeavesResumable(t *testing.T) {
+	for _, e := range engines(t) {
+		t.Run(e.name, func(t *testing.T) {
+			ctx := context.Background()
+			open := opener(e)
+			started := make(chan int, 10)
+			resume := func(tasks.Adopted) (tasks.Func, error) { return resumable(-1, 4, started), nil }
+			s1 := open(t)
+			m1 := tasks.NewManager(tasks.Options{Store: s1, Resume: resume})
+			created, _ := m1.Start(ctx, tasks.Requester{Owner: "local"}, time.Hour, resumable(2, 4, started))
+			<-started
+			waitLog(t, s1, created.ID, "step 2\n")
+			if err := m1.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := s1.Get(ctx, created.ID); got.Status != tasks.Working || got.StatusMessage != tasks.ClosedMessage {
+				t.Errorf("after Close: %s %q, want working with ClosedMessage", got.Status, got.StatusMessage)
+			}
+			s1.Close()
+			s2 := open(t)
+			defer s2.Close()
+			m2 := tasks.NewManager(tasks.Options{Store: s2, Resume: resume})
+			defer m2.Close(ctx)
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			got, err := m2.Wait(wctx, "local", created.ID)
+			if err != nil || got.Status != tasks.Completed || string(got.Result) != `{"steps":4,"resumes":1}` {
+				t.Errorf("after a restart: %s %q %s, %v; want completed, resumed once", got.Status, got.StatusMessage, got.Result, err)
+			}
+		})
+	}
+}
+
+// waitLog waits until task id's log ends with suffix.
+func waitLog(t *testing.T, s tasks.Journal, id, suffix string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if p, err := s.ReadLog(context.Background(), id, 0, 1<<20); err == nil && strings.HasSuffix(string(p.Text), suffix) {
+			return
+		}
+	}
+	t.Fatalf("task %s's log never ended with %q", id, suffix)
+}
+
+// opener makes a new, empty store of e and returns how to open an instance of it,
+// which the caller closes (or crashes).
+func opener(e engine) func(t *testing.T) *sqlstore.Store {
+	var op func(testing.TB) (*sqlstore.Store, error)
+	return func(t *testing.T) *sqlstore.Store {
+		t.Helper()
+		if op == nil {
+			op = e.store(t)
+		}
+		s, err := op(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
