@@ -114,7 +114,7 @@ func (s *Server) readTaskLog(ctx context.Context, req *mcp.ReadResourceRequest) 
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	if errors.Is(err, tasks.ErrNoJournal) {
-		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain",
+		return &mcp.ReadResourceResult{Cacheable: mcp.Cacheable{CacheScope: "private"}, Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain",
 			Meta: mcp.Meta{logMetaKey: map[string]any{"status": t.Status, "unavailable": err.Error()}}}}}, nil
 	}
 	if err != nil {
@@ -125,7 +125,8 @@ func (s *Server) readTaskLog(ctx context.Context, req *mcp.ReadResourceRequest) 
 		text = fmt.Sprintf("[mcp-wasmhost: the first %d bytes of this log were dropped to keep it within its bound]\n", page.Dropped) + text
 	}
 	next := page.Offset + int64(len(page.Text))
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
+	// A log is its owner's and grows: private, and stale at once (2026-07-28 caching).
+	return &mcp.ReadResourceResult{Cacheable: mcp.Cacheable{CacheScope: "private"}, Contents: []*mcp.ResourceContents{{
 		URI: uri, MIMEType: "text/plain", Text: text,
 		Meta: mcp.Meta{logMetaKey: map[string]any{
 			"offset": page.Offset, "next": next, "end": page.End(), "dropped": page.Dropped,
