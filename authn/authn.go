@@ -66,7 +66,19 @@ type Options struct {
 	// and a 10s timeout.
 	HTTPClient *http.Client
 	Logger     *slog.Logger // nil discards
+	// OnRefuse, if set, hears of every request Wrap refuses, with the reason:
+	// RefuseMissingToken, RefuseInvalidToken, RefuseScope or RefuseRateLimit
+	// (metrics). It must not block.
+	OnRefuse func(reason string)
 }
+
+// Reasons Wrap refuses a request, as Options.OnRefuse hears them.
+const (
+	RefuseMissingToken = "missing_token"      // no bearer token: 401
+	RefuseInvalidToken = "invalid_token"      // the token did not verify: 401
+	RefuseScope        = "insufficient_scope" // a required scope is missing: 403
+	RefuseRateLimit    = "rate_limit"         // the identity's rate limit: 429
+)
 
 // Key is one API key: its holder's name (the identity), the SHA-256 of the key and
 // its scopes.
@@ -98,6 +110,7 @@ type Authenticator struct {
 	limit    *limiter // nil: no limit
 	rate     float64  // Options.RateLimit
 	now      func() time.Time
+	onRefuse func(reason string)
 }
 
 type apiKey struct {
@@ -115,7 +128,10 @@ func New(opts Options) (*Authenticator, error) {
 	}
 	a := &Authenticator{mode: opts.Mode, resource: opts.Resource, issuer: opts.Issuer, skew: opts.ClockSkew,
 		required: opts.RequiredScopes, grants: opts.Grants, now: time.Now,
-		limit: newLimiter(opts.RateLimit, opts.RateBurst), rate: opts.RateLimit}
+		limit: newLimiter(opts.RateLimit, opts.RateBurst), rate: opts.RateLimit, onRefuse: opts.OnRefuse}
+	if a.onRefuse == nil {
+		a.onRefuse = func(string) {}
+	}
 	if a.skew == 0 {
 		a.skew = DefaultClockSkew
 	}

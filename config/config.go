@@ -130,6 +130,17 @@ type Server struct {
 	// Distribution is the [server.distribution] table: plugins from OCI registries
 	// (distribution.go).
 	Distribution Distribution `toml:"distribution"`
+	// Metrics is where Prometheus metrics are served, "host:port" (path /metrics).
+	// The listener has no authentication: keep it on loopback or a private
+	// network. "" means no metrics (and no cost per call).
+	Metrics string `toml:"metrics"`
+	// ReportMeta adds each call's resource report (queue, instantiate and run time,
+	// CPU, peak memory, host calls) to the result's _meta under
+	// "io.github.mcp-wasmhost/report". false means the report goes only to the
+	// metrics and the debug log.
+	ReportMeta bool `toml:"report_meta"`
+	// Tracing is the [server.tracing] table (telemetry.go).
+	Tracing Tracing `toml:"tracing"`
 }
 
 // CompilationCacheDir reports where compiled modules are cached on disk, and
@@ -663,6 +674,7 @@ func (c *Config) finish(name, dir string, lines []keyLine) []error {
 	s.Auth.finish(dir, fail)
 	s.Audit.finish(dir, fail)
 	s.Distribution.finish(dir, fail)
+	s.finishTelemetry(fail)
 	switch s.CacheDir {
 	case "":
 		s.CacheDir = defaultCacheDir()

@@ -29,7 +29,23 @@ type Options struct {
 	Logger *slog.Logger
 	// Resolver looks up names. Nil means net.DefaultResolver.
 	Resolver Resolver
+	// Observe, if set, hears of every request as it ends (metrics): the configured
+	// origin of the rule that allowed it ("" when none did; never the URL) and the
+	// decision, DecisionAllowed, DecisionRefused or DecisionFailed.
+	Observe func(plugin, origin, decision string)
+	// Propagate, if set, adds headers to every request sent (and to every hop
+	// of a redirect) from the call's ctx: the trace context (traceparent), so
+	// that a trace runs on into the upstream. It runs after the policy's checks
+	// and the operator's headers, and only sets headers the guest may not set.
+	Propagate func(ctx context.Context, h http.Header)
 }
+
+// Decisions on a request, as Options.Observe hears them.
+const (
+	DecisionAllowed = "allowed" // sent; whatever the upstream answered
+	DecisionRefused = "refused" // refused by the policy or a limit; nothing was sent
+	DecisionFailed  = "failed"  // allowed, but failed on the way (connect, timeout, a response too large)
+)
 
 // Client makes one plugin's requests under its policy. It is safe for concurrent use.
 type Client struct {
@@ -40,6 +56,9 @@ type Client struct {
 	res    Resolver
 	slots  chan struct{}
 	trans  []*http.Transport // one per rule: its roots and its allowed addresses
+
+	observe   func(plugin, origin, decision string)
+	propagate func(ctx context.Context, h http.Header)
 }
 
 // New checks p and returns the client of the plugin named plugin. Every problem of
@@ -48,7 +67,8 @@ func New(plugin string, p Policy, opts *Options) (*Client, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	c := &Client{plugin: plugin, limits: p.Limits.withDefaults(), log: opts.Logger, res: opts.Resolver}
+	c := &Client{plugin: plugin, limits: p.Limits.withDefaults(), log: opts.Logger, res: opts.Resolver,
+		observe: opts.Observe, propagate: opts.Propagate}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -174,6 +194,16 @@ func (c *Client) Do(ctx context.Context, call Call, params []byte) ([]byte, erro
 			call.Seen(o)
 		}
 	}
+	if c.observe != nil {
+		decision := DecisionAllowed
+		switch {
+		case err != nil && !a.wentOut:
+			decision = DecisionRefused
+		case err != nil:
+			decision = DecisionFailed
+		}
+		c.observe(c.plugin, a.rule, decision)
+	}
 	return reply, err
 }
 
@@ -182,6 +212,8 @@ type audit struct {
 	status         int
 	sent, received int
 	deniedBy       string
+	rule           string // the configured origin that allowed the request, for metrics
+	wentOut        bool   // a request was sent (a later refusal is then a failure)
 }
 
 // Check refuses params that Do would refuse before sending anything: malformed
@@ -224,8 +256,12 @@ func (c *Client) prepare(params []byte, a *audit) (prepared, error) {
 		if errors.As(err, &ref) {
 			a.deniedBy = ref.rule
 		}
+		if t.scheme != "" {
+			a.rule = c.originOf(t) // refused by the rule of this origin (method, path, address)
+		}
 		return prepared{}, err
 	}
+	a.rule = r.originOf(t)
 	hdr := http.Header{}
 	for k, v := range req.Headers {
 		ck := http.CanonicalHeaderKey(k)
@@ -284,7 +320,11 @@ func (c *Client) do(ctx context.Context, call Call, params []byte, a *audit) ([]
 		if hreq.Header.Get("User-Agent") == "" {
 			hreq.Header.Set("User-Agent", "mcp-wasmhost")
 		}
+		if c.propagate != nil {
+			c.propagate(ctx, hreq.Header)
+		}
 		a.sent += len(body)
+		a.wentOut = true
 		resp, err := c.trans[r.index].RoundTrip(hreq)
 		if err != nil {
 			return nil, c.transportError(ctx, t, err, a)
@@ -367,6 +407,16 @@ func (c *Client) transportError(ctx context.Context, t target, err error, a *aud
 		}
 	}
 	return fmt.Errorf("%s: %v", t.origin(), err)
+}
+
+// originOf is the configured origin that names t's, "" if none does.
+func (c *Client) originOf(t target) string {
+	for _, r := range c.rules {
+		if r.matchOrigin(t) {
+			return r.originOf(t)
+		}
+	}
+	return ""
 }
 
 // check finds the rule that allows method on raw, or says why none does.

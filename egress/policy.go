@@ -124,6 +124,17 @@ type rule struct {
 	roots    *x509.CertPool // nil: the system's
 }
 
+// originOf is the configured origin of r that t matched, as the config wrote it
+// (its port filled in): a label with as many values as the config has origins.
+func (r *rule) originOf(t target) string {
+	for _, o := range r.origins {
+		if o.matches(t) {
+			return o.String()
+		}
+	}
+	return r.origins[0].String()
+}
+
 func (r *rule) name() string { return fmt.Sprintf("[[plugins.net]] #%d", r.index+1) }
 
 func defaultPort(scheme string) int {
@@ -254,14 +265,19 @@ func newRule(i int, r Rule) (*rule, error) {
 // matches reports whether the rule allows target.
 func (r *rule) matchOrigin(t target) bool {
 	for _, o := range r.origins {
-		if o.scheme != t.scheme || o.port != t.port {
-			continue
-		}
-		if o.wild && strings.HasSuffix(t.host, o.host) || !o.wild && o.host == t.host {
+		if o.matches(t) {
 			return true
 		}
 	}
 	return false
+}
+
+// matches reports whether o names t's origin.
+func (o origin) matches(t target) bool {
+	if o.scheme != t.scheme || o.port != t.port {
+		return false
+	}
+	return o.wild && strings.HasSuffix(t.host, o.host) || !o.wild && o.host == t.host
 }
 
 func (r *rule) allows(a netip.Addr) bool {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/telemetry/trace"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
@@ -267,6 +269,34 @@ func (b *bridge) Progress(ctx context.Context, progress, total float64, msg stri
 }
 
 func (b *bridge) Request(ctx context.Context, method string, params []byte) ([]byte, error) {
+	if b.srv == nil || b.srv.tracer == nil {
+		return b.request(ctx, method, params)
+	}
+	name, known := hostCallSpans[method]
+	if !known {
+		name = "host call other"
+	}
+	sctx, span := b.srv.tracer.Start(ctx, name)
+	reply, err := b.request(sctx, method, params)
+	if span != nil {
+		if errors.Is(err, sandbox.ErrUnsupported) || errors.Is(err, sandbox.ErrUnavailable) {
+			trace.End(span, "unavailable", nil)
+		} else {
+			trace.End(span, "", err)
+		}
+	}
+	return reply, err
+}
+
+// hostCallSpans names the span of each request a guest may make (a method of its
+// own is "other": a guest does not choose span names).
+var hostCallSpans = map[string]string{
+	"elicit": "host call elicit", "elicit_all": "host call elicit_all", "sample": "host call sample",
+	"task": "host call task", "resource_updated": "host call resource_updated",
+	"close_stream": "host call close_stream", "http": "host call http", "http_on_cancel": "host call http_on_cancel",
+}
+
+func (b *bridge) request(ctx context.Context, method string, params []byte) ([]byte, error) {
 	switch method {
 	case "elicit":
 		return b.elicit(ctx, params)

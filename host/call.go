@@ -74,7 +74,7 @@ func (s *Server) callSync(ctx context.Context, req *mcp.CallToolRequest, t *plug
 				return nil, errors.New("the request ended before the call could move into a task")
 			}
 			handle := make(chan *tasks.Handle, 1)
-			task, err := s.startTask(req, t, c, 0, func(tctx context.Context, tb *bridge) (*mcp.CallToolResult, error) {
+			task, err := s.startTask(ctx, req, t, c, 0, func(tctx context.Context, tb *bridge) (*mcp.CallToolResult, error) {
 				handle <- tb.currentTask()
 				stop := context.AfterFunc(tctx, cancel) // the task's cancellation stops the run
 				defer stop()

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/telemetry/metrics"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -242,6 +244,7 @@ func (s *Server) liftHTTP(stateful, stateless http.Handler) http.Handler {
 			}
 			release, ok := s.admitSession()
 			if !ok {
+				s.metrics.Refused(metrics.RefusedSessions)
 				w.Header().Set("Retry-After", "60")
 				writeJSONError(w, http.StatusServiceUnavailable, id, codeLimit,
 					fmt.Sprintf("too many sessions: the server keeps at most %d; retry later", s.limits.maxSessions))

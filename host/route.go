@@ -35,66 +35,77 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			start, c.rec = time.Now(), &callRecord{}
 		}
 		ctx = withCaller(ctx, c)
-		switch method {
-		case "initialize":
-			res, err := next(ctx, method, req)
-			if r, ok := res.(*mcp.InitializeResult); ok && err == nil {
-				ip, _ := req.GetParams().(*mcp.InitializeParams)
-				return &initializeResult{r, ip != nil && extensionSession(ip)}, nil
-			}
+		if s.metrics == nil && s.tracer == nil {
+			return s.route(ctx, method, req, c, ss, start, next)
+		}
+		return s.observed(ctx, method, req, c, ss, func(ctx context.Context) (mcp.Result, error) {
+			return s.route(ctx, method, req, c, ss, start, next)
+		})
+	}
+}
+
+// route serves one request of a caller: the methods the host extends, and the
+// SDK's for the others. start is when an audited request began (zero: not audited).
+func (s *Server) route(ctx context.Context, method string, req mcp.Request, c caller, ss *mcp.ServerSession, start time.Time, next mcp.MethodHandler) (mcp.Result, error) {
+	switch method {
+	case "initialize":
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcp.InitializeResult); ok && err == nil {
+			ip, _ := req.GetParams().(*mcp.InitializeParams)
+			return &initializeResult{r, ip != nil && extensionSession(ip)}, nil
+		}
+		return res, err
+	case "tools/list":
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+			return c.wire.listTools(s.visibleTools(r, req.GetExtra()), s.catalog), nil
+		}
+		return res, err
+	case "resources/list", "resources/templates/list", "prompts/list":
+		res, err := next(ctx, method, req)
+		if err != nil {
 			return res, err
-		case "tools/list":
-			res, err := next(ctx, method, req)
-			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-				return c.wire.listTools(s.visibleTools(r, req.GetExtra()), s.catalog), nil
-			}
-			return res, err
-		case "resources/list", "resources/templates/list", "prompts/list":
-			res, err := next(ctx, method, req)
-			if err != nil {
-				return res, err
-			}
-			return s.visibleFeatures(res, req.GetExtra()), nil
-		case "prompts/get", "resources/read":
-			res, err := next(ctx, method, req)
-			if err == nil && c.wire.stateless() {
-				switch r := res.(type) {
-				case *mcp.GetPromptResult:
-					if r.InputRequests != nil {
-						res = c.wire.inputRequired(r.InputRequests, r.RequestState)
-					}
-				case *mcp.ReadResourceResult:
-					if r.InputRequests != nil {
-						res = c.wire.inputRequired(r.InputRequests, r.RequestState)
-					}
+		}
+		return s.visibleFeatures(res, req.GetExtra()), nil
+	case "prompts/get", "resources/read":
+		res, err := next(ctx, method, req)
+		if err == nil && c.wire.stateless() {
+			switch r := res.(type) {
+			case *mcp.GetPromptResult:
+				if r.InputRequests != nil {
+					res = c.wire.inputRequired(r.InputRequests, r.RequestState)
 				}
-			}
-			if c.rec != nil {
-				s.auditRequest(start, method, ss, req.GetExtra(), c, featureFields(req), res, err)
-			}
-			return res, err
-		case "subscriptions/listen":
-			if r, ok := req.(*mcp.SubscriptionsListenRequest); ok {
-				return s.listen(ctx, r, c, next)
-			}
-		case "tools/call":
-			if r, ok := req.(*mcp.CallToolRequest); ok {
-				var res mcp.Result
-				var err error
-				if r.Params != nil && !s.authorized(req.GetExtra(), r.Params.Name) {
-					err = errNotGranted(r.Params.Name)
-				} else {
-					res, err = s.admitCall(ctx, r, c, next)
-					s.answeredQuota(req.GetExtra(), err)
+			case *mcp.ReadResourceResult:
+				if r.InputRequests != nil {
+					res = c.wire.inputRequired(r.InputRequests, r.RequestState)
 				}
-				if c.rec != nil {
-					s.auditRequest(start, method, ss, req.GetExtra(), c, toolFields(r.Params), res, err)
-				}
-				return res, err
 			}
 		}
-		return next(ctx, method, req)
+		if c.rec != nil {
+			s.auditRequest(start, method, ss, req.GetExtra(), c, featureFields(req), res, err)
+		}
+		return res, err
+	case "subscriptions/listen":
+		if r, ok := req.(*mcp.SubscriptionsListenRequest); ok {
+			return s.listen(ctx, r, c, next)
+		}
+	case "tools/call":
+		if r, ok := req.(*mcp.CallToolRequest); ok {
+			var res mcp.Result
+			var err error
+			if r.Params != nil && !s.authorized(req.GetExtra(), r.Params.Name) {
+				err = errNotGranted(r.Params.Name)
+			} else {
+				res, err = s.admitCall(ctx, r, c, next)
+				s.answeredQuota(req.GetExtra(), err)
+			}
+			if c.rec != nil {
+				s.auditRequest(start, method, ss, req.GetExtra(), c, toolFields(r.Params), res, err)
+			}
+			return res, err
+		}
 	}
+	return next(ctx, method, req)
 }
 
 // logLevelMetaKey is where a 2026-07-28 request asks for the log lines of its own

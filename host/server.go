@@ -11,6 +11,11 @@ import (
 	"sync"
 	"time"
 
+	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/telemetry/metrics"
+	"github.com/mcp-wasmhost/mcp-wasmhost/telemetry/trace"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -65,6 +70,13 @@ type Options struct {
 	MaxToolConcurrency int
 	// Audit gets the audit trail's lines (audit.go); nil means none.
 	Audit *audit.Log
+	// Metrics records requests, calls, tasks and the store; nil means none.
+	Metrics *metrics.Metrics
+	// Tracer makes a span of every request and its parts; nil means none.
+	Tracer *trace.Tracer
+	// ReportMeta adds each call's resource report to its result's _meta
+	// (ReportMetaKey). false means metrics and the debug log only.
+	ReportMeta bool
 }
 
 // Server serves a catalog of plugin tools over MCP.
@@ -91,6 +103,10 @@ type Server struct {
 	listens  listens      // the open subscriptions/listen (listen.go)
 	logs     *logNotifier // notifications/resources/updated of task logs (tasklog.go)
 
+	metrics    *metrics.Metrics // nil: none
+	tracer     *trace.Tracer    // nil: none
+	reportMeta bool
+
 	mu      sync.Mutex
 	streams map[*liftConn]bool // open stream connections, for notifications
 }
@@ -108,7 +124,7 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 	}
 	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}, states: newStateSigner(opts.StateKey, opts.Nonces),
 		resumable: opts.ResumableStreams, limits: limitsOf(opts), authorize: opts.Authorize, statuses: newStatusQueue(),
-		quotas: newQuotas(opts), audit: opts.Audit}
+		quotas: newQuotas(opts), audit: opts.Audit, metrics: opts.Metrics, tracer: opts.Tracer, reportMeta: opts.ReportMeta}
 	sopts := &mcp.ServerOptions{
 		Logger:                    slog.New(minLevel{opts.Logger.Handler(), slog.LevelWarn}),
 		SupportedProtocolVersions: ProtocolVersions,
@@ -141,6 +157,9 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 	// run on the catalog and the SDK server above.
 	topts := opts.Tasks
 	topts.Logger = opts.Logger
+	if (s.metrics != nil || s.tracer != nil) && topts.Store != nil {
+		topts.Store = tasks.Observe(topts.Store, storeObserver{s.metrics, s.tracer})
+	}
 	topts.OnChange = s.taskChanged
 	topts.OnLog = s.logs.grew
 	topts.Resume = s.resumeTask
@@ -302,6 +321,7 @@ func (s *Server) taskChanged(t tasks.Task) {
 	s.quotas.taskChanged(t)
 	s.auditStatus(t)
 	s.listens.taskChanged(t)
+	s.metrics.TaskChanged(t)
 	if t.Owner != localOwner {
 		return
 	}
@@ -357,7 +377,7 @@ func (s *Server) HTTPHandler() http.Handler {
 // toolHandler runs a plugin tool for one tools/call.
 func (s *Server) toolHandler(t *plugins.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if err := t.CheckArguments(ctx, req.Params.Arguments); err != nil {
+		if err := s.checkArguments(ctx, t, req.Params.Arguments); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
 		c := callerFrom(ctx, req.Session)
@@ -377,8 +397,15 @@ func (s *Server) toolHandler(t *plugins.Tool) mcp.ToolHandler {
 
 // runTool runs a tool whose arguments were checked, directly or as a task's work.
 // Every run logs one info line (tool, took, outcome) and one debug line with the sizes.
-func (s *Server) runTool(ctx context.Context, t *plugins.Tool, args json.RawMessage, b *bridge) (*mcp.CallToolResult, error) {
+func (s *Server) runTool(ctx context.Context, t *plugins.Tool, args json.RawMessage, b *bridge) (res *mcp.CallToolResult, err error) {
 	start := time.Now()
+	if s.observing(ctx) {
+		rep, outer := &sandbox.Report{}, ctx
+		var run oteltrace.SpanID // the guest's run span: host calls' spans are its children
+		ctx, run = s.tracer.GuestCall(ctx)
+		ctx = sandbox.WithReport(ctx, rep)
+		defer func() { s.callObserved(outer, t, start, rep, run, res, err) }()
+	}
 	out, err := t.Call(ctx, args, b)
 	// A resumable task whose worker died under it starts again from its last
 	// checkpoint, in a fresh instance, up to max_resumes times in all (tasklog.go).
@@ -398,7 +425,7 @@ func (s *Server) runTool(ctx context.Context, t *plugins.Tool, args json.RawMess
 	}
 	b.onCancelled(ctx)
 	took := time.Since(start)
-	res, err := s.toolResult(ctx, t, out, err)
+	res, err = s.toolResult(ctx, t, out, err)
 	s.logger.InfoContext(ctx, "call", "tool", t.Name, "took", took.Round(time.Microsecond), "outcome", runOutcome(ctx, res, err))
 	s.logger.DebugContext(ctx, "call sizes", "tool", t.Name, "argument_bytes", len(args), "result_bytes", len(out))
 	return res, err
@@ -409,12 +436,12 @@ func (s *Server) toolResult(ctx context.Context, t *plugins.Tool, out []byte, er
 	if err != nil {
 		return s.failure(ctx, t, err)
 	}
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(out, &res); err != nil {
+	res := &mcp.CallToolResult{}
+	if err := json.Unmarshal(out, res); err != nil {
 		return s.failure(ctx, t, &sandbox.GuestError{Kind: sandbox.KindOutput,
 			Message: fmt.Sprintf("tool %q returned a malformed result: %v", t.Name, err)})
 	}
-	return &res, nil
+	return res, nil
 }
 
 // runOutcome names how a run ended, for its log line: "ok", "tool_error" (a result

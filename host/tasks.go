@@ -8,6 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/telemetry/metrics"
+	"github.com/mcp-wasmhost/mcp-wasmhost/telemetry/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -21,7 +25,7 @@ import (
 // startTask starts a task running tool t for c. With run nil the task runs the tool;
 // otherwise run is its work (a call already under way that the guest moved into a
 // task).
-func (s *Server) startTask(req *mcp.CallToolRequest, t *plugins.Tool, c caller, ttl time.Duration, run func(ctx context.Context, b *bridge) (*mcp.CallToolResult, error)) (tasks.Task, error) {
+func (s *Server) startTask(ctx context.Context, req *mcp.CallToolRequest, t *plugins.Tool, c caller, ttl time.Duration, run func(ctx context.Context, b *bridge) (*mcp.CallToolResult, error)) (tasks.Task, error) {
 	ss := req.Session
 	args, progressToken := req.Params.Arguments, req.Params.GetProgressToken()
 	moved := run != nil
@@ -42,7 +46,14 @@ func (s *Server) startTask(req *mcp.CallToolRequest, t *plugins.Tool, c caller, 
 	// The task runs detached from the request: its context carries none of the
 	// request's values, so that what it sends later is routed to the session, not to a
 	// response stream that has closed.
-	task, err := s.tasks.Start(context.Background(), tasks.Requester{Owner: c.owner, Source: c.source}, ttl, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+	// Only the request's span goes with it (a task's first store write and its run
+	// are in the request's trace), none of its values.
+	created := oteltrace.SpanContextFromContext(ctx)
+	sctx := context.Background()
+	if created.IsValid() {
+		sctx = oteltrace.ContextWithSpanContext(sctx, created)
+	}
+	task, err := s.tasks.Start(sctx, tasks.Requester{Owner: c.owner, Source: c.source}, ttl, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
 		defer sl.release()
 		start := time.Now()
 		b := &bridge{session: ss, tool: t, logger: s.logger, progressToken: progressToken, srv: s, caps: c.caps,
@@ -50,10 +61,17 @@ func (s *Server) startTask(req *mcp.CallToolRequest, t *plugins.Tool, c caller, 
 		if t.Resumable {
 			s.recordRecipe(ctx, h, t, args, c.caps)
 		}
+		ctx, span := s.tracer.StartTaskRun(ctx, created, h.ID(), t.Name)
 		res, err := run(ctx, b)
+		if span != nil {
+			trace.End(span, errorType(res, err), err)
+		}
 		s.auditRun(start, h.ID(), c.owner, t.Name, rec, res, err)
 		return taskOutcome(res, err)
 	})
+	if err == nil {
+		s.tracer.TaskCreated(ctx, task.ID)
+	}
 	if err != nil {
 		sl.handBack()
 		if qe := s.tooManyTasks(err); qe != nil {
@@ -162,6 +180,7 @@ func busyError(ctx context.Context, s *Server, err error) *jsonrpc.Error {
 		return nil
 	}
 	s.logger.WarnContext(ctx, "call refused", "plugin", be.Plugin, "err", be)
+	s.metrics.Refused(metrics.RefusedAdmission)
 	return &jsonrpc.Error{Code: codeLimit, Message: be.Error()}
 }
 

@@ -50,7 +50,7 @@ func (w wire2025) callTool(ctx context.Context, s *Server, req *mcp.CallToolRequ
 	case tp == nil:
 		return next(ctx, "tools/call", req)
 	}
-	if err := t.CheckArguments(ctx, req.Params.Arguments); err != nil {
+	if err := s.checkArguments(ctx, t, req.Params.Arguments); err != nil {
 		return nil, invalidParams("%v", err)
 	}
 	var ttl time.Duration
@@ -58,7 +58,7 @@ func (w wire2025) callTool(ctx context.Context, s *Server, req *mcp.CallToolRequ
 		// Saturate instead of overflowing; the manager clamps to max_ttl.
 		ttl = time.Duration(min(*tp.TTL, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 	}
-	task, err := s.startTask(req, t, c, ttl, nil)
+	task, err := s.startTask(ctx, req, t, c, ttl, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -42,13 +42,13 @@ func (extWire) callTool(ctx context.Context, s *Server, req *mcp.CallToolRequest
 	if t.TaskSupport == plugins.TaskForbidden {
 		return c.complete(next(ctx, "tools/call", req))
 	}
-	if err := t.CheckArguments(ctx, req.Params.Arguments); err != nil {
+	if err := s.checkArguments(ctx, t, req.Params.Arguments); err != nil {
 		return nil, invalidParams("%v", err)
 	}
 	if t.GuestStartsTask {
 		return c.complete(s.callSync(ctx, req, t, c, true))
 	}
-	task, err := s.startTask(req, t, c, 0, nil)
+	task, err := s.startTask(ctx, req, t, c, 0, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -114,8 +114,16 @@ func (l *limiter) Describe(ctx context.Context) ([]byte, error) {
 }
 
 func (l *limiter) Call(ctx context.Context, input []byte, h sandbox.Host) ([]byte, error) {
+	rep := sandbox.ReportFrom(ctx)
+	var start time.Time
+	if rep != nil {
+		start = time.Now()
+	}
 	if err := l.acquire(ctx, h); err != nil {
 		return nil, err
+	}
+	if rep != nil {
+		rep.Queue = time.Since(start)
 	}
 	defer l.release()
 	return l.Runner.Call(ctx, input, h)

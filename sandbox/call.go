@@ -151,12 +151,28 @@ func (m *Module) run(ctx context.Context, export string, input []byte, h Host, m
 	st := newCallState(input, h, limits)
 	st.clock, st.logger = clock, m.logger
 	ctx = withCallState(ctx, st)
+	rep := ReportFrom(ctx)
+	var began time.Time
+	if rep != nil {
+		began = time.Now()
+	}
 	mod, err := m.instantiate(ctx, st)
+	if rep != nil {
+		now := time.Now()
+		rep.Instantiate, began = now.Sub(began), now
+	}
 	if err != nil {
 		return nil, m.guestError(ctx, st, err)
 	}
 	defer m.close(ctx, mod)
 	res, err := callExport(ctx, mod, export)
+	if rep != nil {
+		rep.Run = time.Since(began)
+		rep.HostCalls = st.calls
+		if mem := mod.Memory(); mem != nil {
+			rep.MemoryBytes = uint64(mem.Size())
+		}
+	}
 	m.flushStdio(ctx, st)
 	if err != nil {
 		return nil, m.guestError(ctx, st, err)

@@ -93,6 +93,7 @@ type callState struct {
 	logger    *slog.Logger // with clock: the plugin's logger
 
 	logs, progress, requests, journalRequests int
+	calls                                     [NumHostCalls]uint32 // for the call's Report
 	stdout, stderr                            limitedBuffer
 
 	memory    *linearMemory // the instance's linear memory, back to the pool when it closes
@@ -249,6 +250,7 @@ func logLine(ctx context.Context, st *callState, mod api.Module, stack []uint64)
 		msg += "…[truncated]"
 	}
 	st.logs++
+	st.calls[HostLog]++
 	if st.host != nil {
 		st.host.Log(ctx, level, msg)
 	}
@@ -268,6 +270,7 @@ func progress(ctx context.Context, st *callState, mod api.Module, stack []uint64
 		return status
 	}
 	st.progress++
+	st.calls[HostProgress]++
 	if st.host != nil {
 		st.host.Progress(ctx, p, total, msg)
 	}
@@ -292,6 +295,7 @@ func request(ctx context.Context, st *callState, mod api.Module, stack []uint64)
 	} else {
 		st.requests++
 	}
+	st.calls[HostCallOf(method)]++
 	st.reply, st.hasReply = nil, false
 	if st.host == nil {
 		return statusUnavailable

@@ -145,6 +145,7 @@ type child struct {
 
 	mu    sync.Mutex
 	calls map[uint64]*childCall
+	cpu   cpuMeter // the CPU time of calls that run alone
 }
 
 type childCall struct {
@@ -205,7 +206,11 @@ func (c *child) run(ctx context.Context, id uint64, entry byte, input []byte, cc
 	case entryDescribe:
 		out, err = c.mod.Describe(ctx)
 	case entryCall:
-		out, err = c.mod.Call(ctx, input, &remoteHost{w: c.w, id: id, reply: cc.reply})
+		var rep sandbox.Report
+		alone, gen, cpu := c.cpu.begin()
+		out, err = c.mod.Call(sandbox.WithReport(ctx, &rep), input, &remoteHost{w: c.w, id: id, reply: cc.reply})
+		rep.CPU = c.cpu.end(alone, gen, cpu)
+		_ = c.w.send(frameReport, id, encodeReport(&rep))
 	default:
 		err = fmt.Errorf("unknown entry point %d", entry)
 	}

@@ -32,10 +32,11 @@ const (
 	frameRequest                       // W->S: u8 method length + method + params
 	frameResult                        // W->S: u8 outcome + output or message
 	frameBegun                         // W->S: the call's guest is about to start (empty)
+	frameReport                        // W->S: the call's resource report (report.go), before its result
 )
 
 func (t frameType) String() string {
-	names := [...]string{"", "init", "ready", "call", "cancel", "reply", "log", "progress", "request", "result", "begun"}
+	names := [...]string{"", "init", "ready", "call", "cancel", "reply", "log", "progress", "request", "result", "begun", "report"}
 	if int(t) < len(names) && t != 0 {
 		return names[t]
 	}

@@ -167,6 +167,7 @@ func (s *slot) supervise(ctx context.Context, p *process) {
 				quick = 0
 			}
 			s.m.logger.Warn("worker process stopped; restarting it", "pid", p.cmd.Process.Pid, "reason", p.reason(), "after", restartDelay(quick))
+			s.m.sup.events.WorkerRestarted(s.m.name, p.stopReason())
 		}
 		if d := restartDelay(quick); d > 0 {
 			t := time.NewTimer(d)
@@ -189,7 +190,7 @@ func (s *slot) supervise(ctx context.Context, p *process) {
 			continue
 		}
 		if !s.set(ctx, np) {
-			np.stop("the plugin was unloaded", time.Second)
+			np.stop(StopUnloaded, "the plugin was unloaded", time.Second)
 			return
 		}
 		p = np

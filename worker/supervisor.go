@@ -56,6 +56,8 @@ type Options struct {
 	NoSeccomp bool
 	// KillGrace overrides DefaultKillGrace; 0 means the default.
 	KillGrace time.Duration
+	// Events hears of workers' starts, kills and restarts; nil means nobody.
+	Events Events
 }
 
 // Supervisor starts and watches worker processes, one per plugin. It is safe for
@@ -64,6 +66,7 @@ type Supervisor struct {
 	opts    Options
 	command string
 	logger  *slog.Logger
+	events  Events
 }
 
 // NewSupervisor checks the options. It starts nothing: workers start with their plugin.
@@ -90,7 +93,11 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 	if opts.KillGrace <= 0 {
 		opts.KillGrace = DefaultKillGrace
 	}
-	return &Supervisor{opts: opts, command: cmd, logger: logger}, nil
+	events := opts.Events
+	if events == nil {
+		events = noEvents{}
+	}
+	return &Supervisor{opts: opts, command: cmd, logger: logger, events: events}, nil
 }
 
 // Spec is a plugin to run in a worker.
@@ -250,7 +257,7 @@ func (m *Module) Close(ctx context.Context) error {
 		s.cur = nil
 		s.mu.Unlock()
 		if p != nil {
-			wg.Go(func() { p.stop("the plugin was unloaded", time.Second) })
+			wg.Go(func() { p.stop(StopUnloaded, "the plugin was unloaded", time.Second) })
 		}
 	}
 	wg.Wait()
@@ -309,7 +316,7 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 	ctx, cancel := sandbox.WithClock(ctx, clock)
 	defer cancel()
 	if err := p.w.send(frameCall, c.id, []byte{entry}, input); err != nil {
-		p.kill("its input could not be written: " + err.Error())
+		p.kill(StopProtocol, "its input could not be written: "+err.Error())
 		<-p.dead
 		return nil, m.lost(p), true
 	}
@@ -357,6 +364,10 @@ func (m *Module) handle(ctx context.Context, clock *sandbox.Clock, p *process, c
 			return nil, sandbox.StoppedError(m.name, m.limits.Timeout, ctx.Err(), nil), true
 		}
 		return out, err, finished
+	case frameReport:
+		if rep := sandbox.ReportFrom(ctx); rep != nil {
+			_ = decodeReport(f.payload, rep) // validate checked it
+		}
 	case frameLog:
 		if h != nil {
 			h.Log(ctx, sandbox.Level(f.payload[0]), string(f.payload[1:]))
@@ -469,7 +480,7 @@ func (m *Module) stuck(parent context.Context, p *process, allowed time.Duration
 	if err := parent.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		kind, reason, why = sandbox.KindCanceled, "the call was cancelled", "it did not stop within "+allowed.String()+" of being cancelled"
 	}
-	p.kill("a call in it did not stop: " + why)
+	p.kill(StopStuck, "a call in it did not stop: "+why)
 	<-p.dead // the process is gone, and the instance with it
 	return &sandbox.GuestError{Kind: kind, Message: fmt.Sprintf(
 		"plugin %q was stopped: %s (its worker process was killed because %s)", m.name, reason, why)}
@@ -509,7 +520,8 @@ func (m *Module) start(ctx context.Context) (*process, error) {
 	}
 	m.starts.Add(1)
 	p := &process{cmd: cmd, stdin: stdin, w: &writer{w: stdin}, dead: make(chan struct{}),
-		calls: map[uint64]*call{}, logger: m.logger.With("worker", cmd.Process.Pid)}
+		calls: map[uint64]*call{}, logger: m.logger.With("worker", cmd.Process.Pid),
+		plugin: m.name, events: m.sup.events}
 	ready := make(chan string, 1)
 	var wg sync.WaitGroup
 	wg.Go(func() { p.forwardLogs(stderr) })
@@ -520,7 +532,7 @@ func (m *Module) start(ctx context.Context) (*process, error) {
 		p.exited(err)
 	}()
 	if err := p.w.send(frameInit, 0, m.init); err != nil {
-		p.kill("its init frame could not be written")
+		p.kill(StopStart, "its init frame could not be written")
 	}
 	timer := time.NewTimer(startTimeout)
 	defer timer.Stop()
@@ -528,16 +540,17 @@ func (m *Module) start(ctx context.Context) (*process, error) {
 	case msg := <-ready:
 		if msg == "" {
 			m.logger.Debug("worker started", "pid", cmd.Process.Pid)
+			m.sup.events.WorkerStarted(m.name)
 			return p, nil
 		}
-		p.stop("it could not load the plugin", time.Second)
+		p.stop(StopStart, "it could not load the plugin", time.Second)
 		return nil, errors.New(msg) // the worker's message names the plugin
 	case <-p.dead:
 		return nil, fmt.Errorf("plugin %q: the worker process stopped while starting (%s)", m.name, p.reason())
 	case <-timer.C:
-		p.kill("it did not start within " + startTimeout.String())
+		p.kill(StopStart, "it did not start within "+startTimeout.String())
 	case <-ctx.Done():
-		p.kill("loading was cancelled")
+		p.kill(StopStart, "loading was cancelled")
 	}
 	<-p.dead
 	return nil, fmt.Errorf("plugin %q: worker not started: %s", m.name, p.reason())
@@ -554,7 +567,10 @@ type process struct {
 	mu     sync.Mutex
 	calls  map[uint64]*call
 	nextID uint64
-	why    string // why the process stopped, first reason wins
+	why    string     // why the process stopped, first reason wins
+	class  StopReason // why's class (StopExited until a reason is given)
+	plugin string
+	events Events
 	crash  crashOutput
 }
 
@@ -603,9 +619,9 @@ func (p *process) take(c *call) []frame {
 }
 
 // maxCallFrames is more than the ABI lets one call send (1,000 logs, 10,000 progress
-// reports, its requests, one begun and one result): a worker that sends more is
-// misbehaving.
-const maxCallFrames = 1000 + 10000 + sandbox.MaxRequests + sandbox.MaxJournalRequests + 2
+// reports, its requests, one begun, one report and one result): a worker that sends
+// more is misbehaving.
+const maxCallFrames = 1000 + 10000 + sandbox.MaxRequests + sandbox.MaxJournalRequests + 3
 
 // read dispatches the worker's frames until its output ends, checking each one: a
 // malformed frame means the worker is not behaving as this program's worker does, and
@@ -617,13 +633,13 @@ func (p *process) read(r *bufio.Reader, ready chan<- string) {
 		f, err := readFrame(r, &hdr)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
-				p.kill("its output was malformed: " + err.Error())
+				p.kill(StopProtocol, "its output was malformed: "+err.Error())
 			}
 			return
 		}
 		if !started {
 			if f.typ != frameReady || f.id != 0 || !utf8.Valid(f.payload) {
-				p.kill(fmt.Sprintf("it sent %s before ready", f.typ))
+				p.kill(StopProtocol, fmt.Sprintf("it sent %s before ready", f.typ))
 				return
 			}
 			started = true
@@ -631,11 +647,11 @@ func (p *process) read(r *bufio.Reader, ready chan<- string) {
 			continue
 		}
 		if err := validate(f); err != nil {
-			p.kill("it broke the worker protocol: " + err.Error())
+			p.kill(StopProtocol, "it broke the worker protocol: "+err.Error())
 			return
 		}
 		if !p.deliver(f) {
-			p.kill(fmt.Sprintf("it sent more than %d frames for one call", maxCallFrames))
+			p.kill(StopProtocol, fmt.Sprintf("it sent more than %d frames for one call", maxCallFrames))
 			return
 		}
 	}
@@ -666,6 +682,10 @@ func validate(f frame) error {
 	case frameBegun:
 		if n != 0 {
 			return errors.New("malformed begun")
+		}
+	case frameReport:
+		if err := decodeReport(f.payload, new(sandbox.Report)); err != nil {
+			return err
 		}
 	case frameRequest:
 		if n < 1 || n < 1+int(f.payload[0]) || f.payload[0] > 64 || !utf8.Valid(f.payload[1:1+int(f.payload[0])]) ||
@@ -734,29 +754,44 @@ func (p *process) forwardLogs(r io.Reader) {
 }
 
 // kill stops the process at once. The first reason given is kept.
-func (p *process) kill(why string) {
+func (p *process) kill(class StopReason, why string) {
 	p.mu.Lock()
-	if p.why == "" {
-		p.why = why
+	first := p.why == ""
+	if first {
+		p.why, p.class = why, class
 	}
 	p.mu.Unlock()
+	if first && !isClosed(p.dead) {
+		p.events.WorkerKilled(p.plugin, class)
+	}
 	killGroup(p.cmd.Process)
 }
 
 // stop closes the worker's input and kills it if it has not exited within wait.
-func (p *process) stop(why string, wait time.Duration) {
+func (p *process) stop(class StopReason, why string, wait time.Duration) {
 	p.mu.Lock()
 	if p.why == "" {
-		p.why = why
+		p.why, p.class = why, class
 	}
 	p.mu.Unlock()
 	_ = p.stdin.Close()
 	select {
 	case <-p.dead:
 	case <-time.After(wait):
-		p.kill(why)
+		killGroup(p.cmd.Process)
+		p.events.WorkerKilled(p.plugin, class)
 		<-p.dead
 	}
+}
+
+// stopReason is the class of why the process stopped.
+func (p *process) stopReason() StopReason {
+	if _, oom := p.ranOutOfMemory(); oom {
+		return StopMemory
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.class
 }
 
 func (p *process) exited(err error) {

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/audit"
+	"github.com/mcp-wasmhost/mcp-wasmhost/telemetry/metrics"
+
 	"github.com/mcp-wasmhost/mcp-wasmhost/authn"
 	"github.com/mcp-wasmhost/mcp-wasmhost/config"
 	"github.com/mcp-wasmhost/mcp-wasmhost/host"
@@ -40,7 +42,7 @@ func loopback(addr string) bool {
 }
 
 // authenticator makes the [server.auth] authenticator; nil for mode "".
-func authenticator(a config.Auth, logger *slog.Logger) (*authn.Authenticator, error) {
+func authenticator(a config.Auth, logger *slog.Logger, m *metrics.Metrics) (*authn.Authenticator, error) {
 	if a.Mode == config.AuthNone {
 		return nil, nil
 	}
@@ -48,6 +50,15 @@ func authenticator(a config.Auth, logger *slog.Logger) (*authn.Authenticator, er
 		JWKSFile: a.JWKSFile, JWKSRefresh: a.JWKSRefresh.Duration, Algorithms: a.Algorithms,
 		ClockSkew: a.ClockSkew.Duration, RequiredScopes: a.RequiredScopes, Logger: logger,
 		RateLimit: a.RateLimit, RateBurst: a.RateBurst}
+	if m != nil {
+		opts.OnRefuse = func(reason string) {
+			if reason == authn.RefuseRateLimit {
+				m.Refused(metrics.RefusedRateLimit)
+				return
+			}
+			m.AuthFailure(reason)
+		}
+	}
 	for _, k := range a.Keys {
 		opts.Keys = append(opts.Keys, authn.Key{Name: k.Name, SHA256: k.SHA256, Scopes: k.Scopes})
 	}

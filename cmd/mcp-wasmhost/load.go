@@ -275,7 +275,7 @@ func loadPlugin(ctx context.Context, cfg *config.Config, i int, logger *slog.Log
 		engine.Close(ctx)
 		return nil, err
 	}
-	catalog, _, err := loadPlugins(ctx, engine, workers, &one, logger)
+	catalog, _, err := loadPlugins(ctx, engine, workers, &one, nil, logger)
 	if err != nil {
 		engine.Close(ctx)
 		return nil, err

@@ -119,12 +119,20 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	tuneGC(cfg.Server)
+
+	tel := &telemetry{}
+	if !check {
+		if tel, err = startTelemetry(ctx, cfg.Server, logger); err != nil {
+			return err
+		}
+		defer tel.stop(context.WithoutCancel(ctx))
+	}
 	var guard *authn.Authenticator
 	if *httpAddr != "" && !check {
 		if err := checkExposure(*httpAddr, cfg.Server.Auth, logger); err != nil {
 			return err
 		}
-		if guard, err = authenticator(cfg.Server.Auth, logger); err != nil {
+		if guard, err = authenticator(cfg.Server.Auth, logger, tel.metrics); err != nil {
 			return err
 		}
 	}
@@ -139,7 +147,8 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	// would collect after every Go-guest call; workers get four times the server's
 	// target (a Go-guest call in a worker: 8.3-9.4 ms at 200, 7.7-7.9 ms at 800; in
 	// process 7.2-7.5 ms).
-	workers, err := worker.NewSupervisor(worker.Options{CacheDir: cacheDir, GCPercent: 4 * cfg.Server.GCPercent, Logger: logger})
+	workers, err := worker.NewSupervisor(worker.Options{CacheDir: cacheDir, GCPercent: 4 * cfg.Server.GCPercent, Logger: logger,
+		Events: tel.metrics.Events()})
 	if err != nil {
 		return err
 	}
@@ -150,7 +159,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	if configured > 0 && len(cfg.Plugins) == 0 && !check {
 		return fmt.Errorf("no plugin could be loaded: %w", errors.Join(unopened...))
 	}
-	loaded, errs := loadEach(ctx, engine, workers, cfg, logger)
+	loaded, errs := loadEach(ctx, engine, workers, cfg, tel, logger)
 	catalog, refused, err := catalogOf(cfg, loaded, errs, logger)
 	if err != nil && check {
 		printProvenance(stdout, provenance)
@@ -159,6 +168,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	if err != nil {
 		return err
 	}
+	tel.live.catalog.Store(catalog)
 	defer catalog.Close(context.WithoutCancel(ctx))
 	refused = append(unopened, refused...)
 	if check {
@@ -200,6 +210,9 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		Authorize:          authorize(guard),
 		MaxParked:          cfg.Server.Auth.MaxParked,
 		MaxToolConcurrency: cfg.Server.Auth.MaxToolConcurrency,
+		Metrics:            tel.metrics,
+		Tracer:             tel.tracer,
+		ReportMeta:         cfg.Server.ReportMeta,
 		ResumableStreams:   cfg.Server.ResumableStreams,
 		MaxMessageBytes:    cfg.Server.MaxMessageBytes,
 		BodyReadTimeout:    cfg.Server.BodyReadTimeout.Duration,
@@ -287,18 +300,19 @@ func report(w io.Writer, c *plugins.Catalog, refused []error) error {
 	return nil
 }
 
-// loadPlugins loads every configured plugin, in parallel. A plugin that fails to load
+// loadPlugins loads every configured plugin, in parallel (tel may be nil: no
+// telemetry). A plugin that fails to load
 // is refused and logged with the reason; the server serves the others. It fails only
 // when plugins were configured and none loaded.
-func loadPlugins(ctx context.Context, e *sandbox.Engine, workers *worker.Supervisor, cfg *config.Config, logger *slog.Logger) (*plugins.Catalog, []error, error) {
-	loaded, errs := loadEach(ctx, e, workers, cfg, logger)
+func loadPlugins(ctx context.Context, e *sandbox.Engine, workers *worker.Supervisor, cfg *config.Config, tel *telemetry, logger *slog.Logger) (*plugins.Catalog, []error, error) {
+	loaded, errs := loadEach(ctx, e, workers, cfg, tel, logger)
 	return catalogOf(cfg, loaded, errs, logger)
 }
 
 // loadEach loads every configured plugin, in parallel: loaded[i] is cfg.Plugins[i],
 // or nil and errs[i] says why it was refused, starting with where the config
 // declares it ("config.toml:12: ...").
-func loadEach(ctx context.Context, e *sandbox.Engine, workers *worker.Supervisor, cfg *config.Config, logger *slog.Logger) ([]*plugins.Plugin, []error) {
+func loadEach(ctx context.Context, e *sandbox.Engine, workers *worker.Supervisor, cfg *config.Config, tel *telemetry, logger *slog.Logger) ([]*plugins.Plugin, []error) {
 	loaded := make([]*plugins.Plugin, len(cfg.Plugins))
 	errs := make([]error, len(cfg.Plugins))
 	// Plugins load in parallel, except those pinned to the same file, which load one
@@ -324,7 +338,7 @@ func loadEach(ctx context.Context, e *sandbox.Engine, workers *worker.Supervisor
 				if !pc.Trusted {
 					spec.Workers = workers
 				}
-				spec.Net, errs[i] = netClient(pc, logger)
+				spec.Net, errs[i] = netClient(pc, tel, logger)
 				if errs[i] == nil {
 					loaded[i], errs[i] = plugins.Load(ctx, e, spec)
 				}

@@ -10,7 +10,7 @@ import (
 // netClient makes the plugin's network door from its [[plugins.net]] tables. A
 // plugin without any gets a client that refuses every request, so that each refusal
 // is audited and the guest is told how to ask for a grant.
-func netClient(pc config.Plugin, logger *slog.Logger) (*egress.Client, error) {
+func netClient(pc config.Plugin, tel *telemetry, logger *slog.Logger) (*egress.Client, error) {
 	pol := egress.Policy{Limits: egress.Limits{
 		MaxRequestBytes:  pc.NetLimits.MaxRequestBytes,
 		MaxResponseBytes: pc.NetLimits.MaxResponseBytes,
@@ -22,5 +22,7 @@ func netClient(pc config.Plugin, logger *slog.Logger) (*egress.Client, error) {
 		pol.Rules = append(pol.Rules, egress.Rule{Origins: n.Origins, Methods: n.Methods, PathPrefixes: n.PathPrefixes,
 			AllowAddresses: n.AllowAddresses, Headers: n.Headers, CAFile: n.CAFile})
 	}
-	return egress.New(pc.Name, pol, &egress.Options{Logger: logger})
+	opts := &egress.Options{Logger: logger}
+	tel.egressOptions(opts)
+	return egress.New(pc.Name, pol, opts)
 }

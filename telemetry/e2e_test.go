@@ -1,0 +1,379 @@
+package telemetry_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
+)
+
+// binary is the real mcp-wasmhost, built once for the package.
+var binary string
+
+func TestMain(m *testing.M) {
+	path, remove, err := testenv.BuildServer()
+	if err != nil {
+		panic(err)
+	}
+	binary = path
+	if err := warmCache(); err != nil {
+		remove()
+		panic(err)
+	}
+	code := m.Run()
+	remove()
+	os.Exit(code)
+}
+
+// warmCache compiles the tests' Go guests into the shared compilation cache before
+// any test starts a server: a cold compile of them on a loaded machine takes longer
+// than a client waits for initialize.
+func warmCache() error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[server]\ncache_dir = %q\n\n[tasks]\nstore = \"memory\"\n\n", testenv.CacheDir())
+	for _, p := range []plugin{{"fetcher", "testdata/wasm/fetcher.wasm", ""}, {"jobs", "plugins/jobs/jobs.wasm", ""}, {"textkit", "plugins/textkit/textkit.wasm", ""}} {
+		data, err := os.ReadFile(testenv.Path(p.wasm))
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(data)
+		fmt.Fprintf(&b, "[[plugins]]\nname = %q\npath = %q\nsha256 = %q\n\n", p.name, testenv.Path(p.wasm), hex.EncodeToString(sum[:]))
+	}
+	dir, err := os.MkdirTemp("", "telemetry-warm")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	if out, err := exec.Command(binary, "--config", file, "check").CombinedOutput(); err != nil {
+		return fmt.Errorf("warm the compilation cache: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// freeAddr is a loopback address nobody listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// plugin is one [[plugins]] table of a test config.
+type plugin struct {
+	name, wasm, extra string
+}
+
+// config writes a config with [server] lines srv and the plugins, each granted
+// origin (a loopback URL; "" grants nothing).
+func config(t *testing.T, srv, origin string, ps ...plugin) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "[server]\ncache_dir = %q\nlog_level = \"debug\"\n%s\n\n[tasks]\nstore = \"memory\"\npoll_interval = \"10ms\"\n\n", testenv.CacheDir(), srv)
+	for _, p := range ps {
+		path := testenv.Path(p.wasm)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		fmt.Fprintf(&b, "[[plugins]]\nname = %q\npath = %q\nsha256 = %q\ntimeout = \"20s\"\n%s\n\n", p.name, path, hex.EncodeToString(sum[:]), p.extra)
+		if origin != "" {
+			fmt.Fprintf(&b, "[[plugins.net]]\norigins = [%q]\nallow_addresses = [\"127.0.0.1/32\"]\npath_prefixes = [\"/ok\", \"/jobs\"]\n\n", origin)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// serve starts the binary on config file over stdio; onRequest answers the
+// server's requests.
+func serve(t *testing.T, file string, onRequest func(*jsonrpc.Request) (any, error)) (*mcptest.Client, *exec.Cmd, *testenv.SyncBuffer) {
+	t.Helper()
+	cmd := exec.Command(binary, "--config", file)
+	stderr := &testenv.SyncBuffer{}
+	cmd.Stderr = stderr
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", stderr)
+		}
+	})
+	if onRequest == nil {
+		onRequest = func(*jsonrpc.Request) (any, error) { return nil, errors.New("no") }
+	}
+	return mcptest.Dial(t, &mcp.CommandTransport{Command: cmd}, onRequest), cmd, stderr
+}
+
+// upstream is a local HTTP server standing for an API a guest calls: it records
+// each request's path and traceparent, and answers POST /jobs as a job service.
+type upstream struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []string // "path traceparent"
+}
+
+func newUpstream(t *testing.T) *upstream {
+	u := &upstream{}
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.seen = append(u.seen, r.URL.Path+" "+r.Header.Get("Traceparent"))
+		u.mu.Unlock()
+		if r.Method == http.MethodPost && r.URL.Path == "/jobs" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			fmt.Fprint(w, `{"id":"j1","status":"running"}`)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *upstream) requests() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.seen...)
+}
+
+func callTool(t *testing.T, c *mcptest.Client, tool string, args any, meta map[string]any) string {
+	t.Helper()
+	params := map[string]any{"name": tool, "arguments": args}
+	if meta != nil {
+		params["_meta"] = meta
+	}
+	raw, err := c.Call(context.Background(), "tools/call", params)
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", tool, err)
+	}
+	return string(raw)
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not true after 30s: %s", what)
+		}
+	}
+}
+
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /metrics = %d, %v", resp.StatusCode, err)
+	}
+	return string(b)
+}
+
+// sample is the value of the metric line name{labels} in a scrape, or -1.
+func sample(scrape, series string) float64 {
+	for _, line := range strings.Split(scrape, "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			var v float64
+			fmt.Sscan(rest, &v)
+			return v
+		}
+	}
+	return -1
+}
+
+// TestMetricsAfterKnownWorkload runs a known workload against the real binary and
+// checks the scrape: promtool accepts it, and the counters say what happened.
+func TestMetricsAfterKnownWorkload(t *testing.T) {
+	up := newUpstream(t)
+	addr := freeAddr(t)
+	block := make(chan struct{})
+	defer close(block)
+	file := config(t, fmt.Sprintf("metrics = %q", addr), up.URL,
+		plugin{"fw", "testdata/wasm/fetcher.wasm", ""},
+		plugin{"ft", "testdata/wasm/fetcher.wasm", "trusted = true"},
+		plugin{"jobs", "plugins/jobs/jobs.wasm", fmt.Sprintf("env = { JOBS_URL = %q }", up.URL)},
+		plugin{"textkit", "plugins/textkit/textkit.wasm", ""})
+	c, cmd, _ := serve(t, file, func(r *jsonrpc.Request) (any, error) {
+		<-block // the parked task's question is never answered during the test
+		return nil, errors.New("no")
+	})
+
+	secret := "/ok/secret-path-4417?token=hunter2"
+	for _, tool := range []string{"fw_fetch", "ft_fetch"} {
+		callTool(t, c, tool, map[string]any{"requests": []map[string]any{
+			{"url": up.URL + secret},                              // allowed
+			{"url": up.URL + "/forbidden-path-9931"},              // refused: not under the prefixes
+			{"url": "http://127.0.0.2:1/not-configured-origin-7"}, // refused: no rule
+		}}, nil)
+	}
+	callTool(t, c, "textkit_ping", map[string]any{}, nil)
+	task := c.CreateTask("jobs_deploy", map[string]any{"service": "api", "version": "1"}, map[string]any{}, nil)
+	c.WaitStatus(task.TaskID, "input_required")
+
+	// A worker killed from outside: the supervisor restarts it.
+	var textkitPID int
+	for _, pid := range testenv.Children(cmd.Process.Pid) {
+		textkitPID = pid // any worker will do; the last one listed
+	}
+	if textkitPID == 0 {
+		t.Fatal("no worker process found")
+	}
+	before := scrape(t, addr)
+	if err := syscall.Kill(textkitPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var m string
+	eventually(t, "a worker restart and its start counted", func() bool {
+		m = scrape(t, addr)
+		return sumOf(m, "mcpwh_worker_restarts_total{") > 0 && sumOf(m, "mcpwh_worker_starts_total{") > sumOf(before, "mcpwh_worker_starts_total{")
+	})
+
+	// promtool accepts the scrape.
+	check := exec.Command("promtool", "check", "metrics")
+	check.Stdin = strings.NewReader(m)
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+
+	origin := "http://" + strings.TrimPrefix(up.URL, "http://")
+	for _, tc := range []struct {
+		series string
+		want   float64
+	}{
+		{`mcpwh_egress_requests_total{decision="allowed",origin="` + origin + `",plugin="fw"}`, 1},
+		{`mcpwh_egress_requests_total{decision="refused",origin="` + origin + `",plugin="fw"}`, 1},
+		{`mcpwh_egress_requests_total{decision="refused",origin="none",plugin="fw"}`, 1},
+		{`mcpwh_egress_requests_total{decision="allowed",origin="` + origin + `",plugin="ft"}`, 1},
+		{`mcpwh_egress_requests_total{decision="refused",origin="` + origin + `",plugin="ft"}`, 1},
+		{`mcpwh_egress_requests_total{decision="refused",origin="none",plugin="ft"}`, 1},
+		{`mcpwh_tool_call_duration_seconds_count{outcome="ok",plugin="textkit",tool="textkit_ping"}`, 1},
+		{`mcpwh_tool_call_duration_seconds_count{outcome="ok",plugin="fw",tool="fw_fetch"}`, 1},
+		{`mcpwh_guest_host_calls_total{kind="http",plugin="fw"}`, 3},
+		{`mcpwh_guest_host_calls_total{kind="http",plugin="ft"}`, 3},
+		{`mcpwh_guest_host_calls_total{kind="input",plugin="jobs"}`, 0}, // counted when the call ends
+		{`mcpwh_tasks_input_required`, 1},
+		{`mcpwh_task_transitions_total{state="input_required"}`, 1},
+		{`mcpwh_requests_total{method="tools/call",transport="stdio",wire="2025-11-25"}`, 4},
+		{`mcpwh_live_instances{plugin="jobs"}`, 1},
+		{`mcpwh_live_instances{plugin="textkit"}`, 0},
+	} {
+		got := sample(m, tc.series)
+		if tc.want == 0 && got == -1 {
+			continue // a series at zero need not be shown
+		}
+		if got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.series, got, tc.want)
+		}
+	}
+	if sumOf(m, `mcpwh_worker_restarts_total{plugin=`) < 1 || !strings.Contains(grep(m, "mcpwh_worker_restarts_total{"), `reason="exited"`) {
+		t.Errorf("the killed worker's restart is not counted as exited:\n%s", grep(m, "worker_"))
+	}
+	if sumOf(m, `mcpwh_task_store_operation_seconds_count{op="put"`) < 2 {
+		t.Errorf("store put operations not counted:\n%s", grep(m, "task_store"))
+	}
+	if sumOf(m, `mcpwh_guest_cpu_seconds_count{plugin="textkit"}`) != 1 {
+		t.Errorf("the lone textkit call in its worker has no CPU time:\n%s", grep(m, "guest_cpu"))
+	}
+	if sumOf(m, "process_cpu_seconds_total") <= 0 || sumOf(m, "go_goroutines") <= 0 {
+		t.Errorf("no process or Go collector in the scrape")
+	}
+	for _, leak := range []string{"secret-path", "hunter2", "forbidden-path", "not-configured-origin", "127.0.0.2"} {
+		if strings.Contains(m, leak) {
+			t.Errorf("the scrape shows %q, part of a URL", leak)
+		}
+	}
+}
+
+// sumOf adds the values of every line that starts with prefix.
+func sumOf(scrape, prefix string) float64 {
+	var total float64
+	for _, line := range strings.Split(scrape, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			var v float64
+			fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v)
+			total += v
+		}
+	}
+	return total
+}
+
+func grep(s, sub string) string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if strings.Contains(line, sub) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestReportMeta: with report_meta the result's _meta holds the call's report, in a
+// worker (CPU measured: the call ran alone) and trusted; without it, nothing. The
+// debug log has the report line either way.
+func TestReportMeta(t *testing.T) {
+	for _, tc := range []struct {
+		name, server, extra string
+		meta, cpu           bool
+	}{
+		{"worker", "report_meta = true", "", true, true},
+		{"trusted", "report_meta = true", "trusted = true", true, false},
+		{"off", "", "", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := config(t, tc.server, "", plugin{"textkit", "plugins/textkit/textkit.wasm", tc.extra})
+			c, _, stderr := serve(t, file, nil)
+			var res struct {
+				Meta map[string]struct {
+					QueueMs, InstantiateMs, RunMs float64
+					CPUMs                         *float64
+					MemoryBytes                   uint64
+					HostCalls                     map[string]int
+				} `json:"_meta"`
+			}
+			raw := callTool(t, c, "textkit_ping", map[string]any{}, nil)
+			if err := json.Unmarshal([]byte(raw), &res); err != nil {
+				t.Fatal(err)
+			}
+			rep, ok := res.Meta["io.github.mcp-wasmhost/report"]
+			if ok != tc.meta {
+				t.Fatalf("report in _meta = %v, want %v: %s", ok, tc.meta, raw)
+			}
+			if ok && (rep.RunMs <= 0 || rep.InstantiateMs <= 0 || rep.MemoryBytes < 65536 || (rep.CPUMs != nil) != tc.cpu) {
+				t.Errorf("report = %+v (cpu %v), want positive times, memory, cpu measured %v", rep, rep.CPUMs, tc.cpu)
+			}
+			eventually(t, "the call report debug line", func() bool { return strings.Contains(stderr.String(), `msg="call report" tool=textkit_ping`) })
+		})
+	}
+}
