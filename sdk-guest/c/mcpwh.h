@@ -1486,22 +1486,36 @@ MCPWH_API int mcpwh_buf_base64(mcpwh_buf *b, const void *data, size_t n)
 {
     static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     const unsigned char *p = (const unsigned char *)data;
-    char q[4];
-    size_t i;
-    for (i = 0; i < n; i += 3) {
+    size_t i, full = n / 3 * 3, out;
+    char *q;
+    if (n > (SIZE_MAX - 4) / 4 * 3)
+        return mcpwh_buf_reserve(b, SIZE_MAX); /* fails, marking b */
+    out = (n + 2) / 3 * 4;
+    if (mcpwh_buf_reserve(b, out) != 0)
+        return -1;
+    /* Encoded in place: one reservation, no call per group (a call per 3 bytes
+       made a 1 MiB checkpoint cost 48 ms). */
+    q = b->data + b->len;
+    for (i = 0; i < full; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+        q[0] = tab[(v >> 18) & 63];
+        q[1] = tab[(v >> 12) & 63];
+        q[2] = tab[(v >> 6) & 63];
+        q[3] = tab[v & 63];
+        q += 4;
+    }
+    if (i < n) {
         uint32_t v = (uint32_t)p[i] << 16;
         if (i + 1 < n)
             v |= (uint32_t)p[i + 1] << 8;
-        if (i + 2 < n)
-            v |= p[i + 2];
         q[0] = tab[(v >> 18) & 63];
         q[1] = tab[(v >> 12) & 63];
         q[2] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        q[3] = i + 2 < n ? tab[v & 63] : '=';
-        if (mcpwh_buf_append(b, q, 4) != 0)
-            return -1;
+        q[3] = '=';
     }
-    return b->failed ? -1 : 0;
+    b->len += out;
+    b->data[b->len] = '\0';
+    return 0;
 }
 
 /**
