@@ -242,7 +242,13 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 	task := c.CreateTask("jobs_deploy", map[string]any{"service": "api", "version": "1"}, map[string]any{}, nil)
 	c.WaitStatus(task.TaskID, "input_required")
 
-	// A worker killed from outside: the supervisor restarts it.
+	// A worker killed from outside: the supervisor restarts it. Every worker must
+	// run first: one killed while it still starts is a failed start, which the
+	// supervisor retries (a start, not a restart). fw, jobs and textkit run in two
+	// workers each.
+	eventually(t, "every worker started", func() bool {
+		return sumOf(scrape(t, addr), "mcpwh_worker_starts_total{") >= 6
+	})
 	var textkitPID int
 	for _, pid := range testenv.Children(cmd.Process.Pid) {
 		textkitPID = pid // any worker will do; the last one listed
