@@ -186,16 +186,7 @@ func (s *MemoryStore) ReadLog(_ context.Context, id string, offset int64, limit 
 }
 
 func (s *MemoryStore) SaveCheckpoint(_ context.Context, id string, data []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.entry(id)
-	if err != nil {
-		return err
-	}
-	before := e.size()
-	e.checkpoint = bytes.Clone(data)
-	s.bytes += e.size() - before
-	return nil
+	return s.change(id, func(e *journalEntry) { e.checkpoint = bytes.Clone(data) })
 }
 
 func (s *MemoryStore) Checkpoint(_ context.Context, id string) ([]byte, error) {
@@ -211,6 +202,11 @@ func (s *MemoryStore) Checkpoint(_ context.Context, id string) ([]byte, error) {
 }
 
 func (s *MemoryStore) SetRecipe(_ context.Context, id string, recipe []byte) error {
+	return s.change(id, func(e *journalEntry) { e.recipe = bytes.Clone(recipe) })
+}
+
+// change applies f to task id's journal, keeping the store's bytes.
+func (s *MemoryStore) change(id string, f func(e *journalEntry)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, err := s.entry(id)
@@ -218,7 +214,7 @@ func (s *MemoryStore) SetRecipe(_ context.Context, id string, recipe []byte) err
 		return err
 	}
 	before := e.size()
-	e.recipe = bytes.Clone(recipe)
+	f(e)
 	s.bytes += e.size() - before
 	return nil
 }
