@@ -28,9 +28,13 @@ func TestWorkerOutOfMemory(t *testing.T) {
 	}
 	var logs testenv.SyncBuffer
 	s := supervisor(t, worker.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	ctx := context.Background()
+	// One worker: with two, calls made while the second one starts spread over both,
+	// and half of them fit in one worker's address space (the calls then wait for an
+	// answer forever; CI saw it).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	m, err := s.LoadSized(ctx, worker.Spec{Name: "test", Wasm: wasm(t, "testdata/wasm/tablefill.wasm"),
-		Limits: sandbox.Limits{MemoryMiB: 512}}, 1)
+		Limits: sandbox.Limits{MemoryMiB: 512}, Processes: 1}, 1)
 	if err != nil {
 		t.Fatalf("LoadSized(tablefill) = %v", err)
 	}
