@@ -425,34 +425,31 @@ func (r *reader) functions(funcTypes *[]uint32) error {
 	return nil
 }
 
-func (r *reader) tables(m *Module) error {
-	n, err := r.count("tables", MaxItems)
-	if err != nil {
-		return err
-	}
-	for range n {
-		t, err := r.table()
-		if err != nil {
-			return err
-		}
-		m.Tables = append(m.Tables, t)
-	}
-	return nil
+func (r *reader) tables(m *Module) (err error) {
+	m.Tables, err = vec(r, "tables", r.table)
+	return err
 }
 
-func (r *reader) memories(m *Module) error {
-	n, err := r.count("memories", MaxItems)
+func (r *reader) memories(m *Module) (err error) {
+	m.Memories, err = vec(r, "memories", func() (Memory, error) { return r.limits(true) })
+	return err
+}
+
+// vec reads a vector of what: its count (at most MaxItems), then each item.
+func vec[T any](r *reader, what string, item func() (T, error)) ([]T, error) {
+	n, err := r.count(what, MaxItems)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var out []T
 	for range n {
-		mem, err := r.limits(true)
+		v, err := item()
 		if err != nil {
-			return err
+			return out, err
 		}
-		m.Memories = append(m.Memories, mem)
+		out = append(out, v)
 	}
-	return nil
+	return out, nil
 }
 
 func (r *reader) exports(m *Module) error {

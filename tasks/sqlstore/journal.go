@@ -42,22 +42,23 @@ func (j *journalRow) size() int64 { return int64(len(j.log) + len(j.checkpoint) 
 // journal reads task id's journal in tx (zero if it has none yet); the task must
 // exist.
 func (s *Store) journal(ctx context.Context, tx *sql.Tx, id string) (journalRow, error) {
-	var exists int
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT 1 FROM tasks WHERE id = ?`), id).Scan(&exists); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return journalRow{}, tasks.ErrNotFound
-		}
-		return journalRow{}, err
-	}
+	// One query for the task's existence and its journal: a guest's every log line
+	// comes through here.
 	var j journalRow
 	var orphan int
-	err := tx.QueryRowContext(ctx, s.q(`SELECT log, log_dropped, checkpoint, recipe, orphan, resumes
-		FROM task_journal WHERE task_id = ?`), id).Scan(&j.log, &j.dropped, &j.checkpoint, &j.recipe, &orphan, &j.resumes)
+	var hasJournal bool
+	err := tx.QueryRowContext(ctx, s.q(`SELECT j.task_id IS NOT NULL, j.log, COALESCE(j.log_dropped, 0), j.checkpoint,
+		j.recipe, COALESCE(j.orphan, 0), COALESCE(j.resumes, 0)
+		FROM tasks t LEFT JOIN task_journal j ON j.task_id = t.id WHERE t.id = ?`), id).
+		Scan(&hasJournal, &j.log, &j.dropped, &j.checkpoint, &j.recipe, &orphan, &j.resumes)
 	if errors.Is(err, sql.ErrNoRows) {
-		return journalRow{}, nil
+		return journalRow{}, tasks.ErrNotFound
+	}
+	if err != nil || !hasJournal {
+		return journalRow{}, err
 	}
 	j.orphan = orphan != 0
-	return j, err
+	return j, nil
 }
 
 // putJournal writes task id's journal in tx and keeps the totals; old is what it
@@ -193,6 +194,15 @@ const OrphanMessage = "the server running this task stopped while it ran; it res
 func (s *Store) Adopt(ctx context.Context, runner string, limit int) ([]tasks.Adopted, error) {
 	if runner == "" {
 		runner = s.id
+	}
+	// Looked for every tasks.AdoptEvery by every instance: a read first, so that
+	// none takes the write lock when no task waits to be resumed (the usual case).
+	var waiting bool
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM task_journal WHERE orphan = 1)`)).Scan(&waiting); err != nil {
+		return nil, s.storeError("look for tasks to resume", err)
+	}
+	if !waiting {
+		return nil, nil
 	}
 	var out []tasks.Adopted
 	err := s.write(ctx, "adopt tasks to resume", func(tx *sql.Tx) error {
