@@ -272,9 +272,10 @@ func (b *bridge) checkpointSave(ctx context.Context, params []byte) ([]byte, err
 }
 
 // checkpointData decodes checkpoint_save's params, {"data": base64}. The form both
-// SDKs send, with nothing but base64 in the string, is decoded directly: through
-// encoding/json a 1 MiB checkpoint cost 18 ms of the server's CPU, this way about 1.
-// Anything else goes through encoding/json, which decides.
+// SDKs send, with nothing but base64 in the string, is decoded directly: a 1 MiB
+// checkpoint costs about 2 ms of CPU this way, 10-18 ms through encoding/json
+// (measured on this machine). Anything else goes through encoding/json, which
+// decides.
 func checkpointData(params []byte) ([]byte, error) {
 	const prefix, suffix = `{"data":"`, `"}`
 	if b64, ok := bytes.CutPrefix(bytes.TrimSpace(params), []byte(prefix)); ok {
