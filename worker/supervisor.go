@@ -532,7 +532,13 @@ func (m *Module) start(ctx context.Context) (*process, error) {
 		p.exited(err)
 	}()
 	if err := p.w.send(frameInit, 0, m.init); err != nil {
-		p.kill(StopStart, "its init frame could not be written")
+		// A write fails because the worker closed its input, usually by exiting: its
+		// exit status says more than the broken pipe, so give it a moment to be reaped.
+		select {
+		case <-p.dead:
+		case <-time.After(time.Second):
+			p.kill(StopStart, "its init frame could not be written: "+err.Error())
+		}
 	}
 	timer := time.NewTimer(startTimeout)
 	defer timer.Stop()
