@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,6 +66,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	httpAddr := fs.String("http", "", "serve Streamable HTTP at ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (default: the config's log_level)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the server (not of its workers) to FILE until it exits (go tool pprof FILE)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: mcp-wasmhost [flags]\n       mcp-wasmhost [flags] check [--strict]\n       mcp-wasmhost [flags] pull [PLUGIN...]\n       mcp-wasmhost [flags] push FILE.wasm oci://REGISTRY/REPO:TAG\n       mcp-wasmhost version\n       mcp-wasmhost call|inspect|new|pin ...   a plugin author's tools (docs/AUTHORING.md)\n\nflags:\n")
 		fs.PrintDefaults()
@@ -119,6 +121,13 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	tuneGC(cfg.Server)
+	if *cpuProfile != "" && !check {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+	}
 
 	tel := &telemetry{}
 	if !check {
@@ -272,6 +281,24 @@ func tuneGC(s config.Server) {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && s.MemoryLimitMiB > 0 {
 		debug.SetMemoryLimit(int64(s.MemoryLimitMiB) << 20)
 	}
+}
+
+// startCPUProfile profiles the server's CPU into path until the returned function is
+// called (at exit). The file is created mode 0600: a profile shows the server's code
+// paths and timing, not data, but it is the operator's.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpu-profile %s: %w", path, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func firstLine(s string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -545,5 +546,35 @@ func TestKernelFileSystemGrantsRefused(t *testing.T) {
 				t.Errorf("check: plugin %s (grant %s): %q; want it refused naming the rule: %v", plugin, grants[name], line, name != "ok")
 			}
 		}
+	}
+}
+
+// TestCPUProfile: --cpu-profile writes the server's CPU profile (gzipped protobuf, as
+// go tool pprof reads it) when the server exits, mode 0600.
+func TestCPUProfile(t *testing.T) {
+	cfg := writeConfig(t, serverTOML(t)+pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
+	path := filepath.Join(t.TempDir(), "server.pprof")
+	cs, stderr := connectStdio(t, "--config", cfg, "--cpu-profile", path)
+	for range 50 {
+		callText(t, cs, "textkit_ping", map[string]any{})
+	}
+	if err := cs.Close(); err != nil { // closes stdin and waits for the server to exit
+		t.Fatalf("close: %v\n%s", err, stderr)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("no profile: %v\n%s", err, stderr)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("profile mode = %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("profile is not gzip: %v", err)
+	}
+	body, err := io.ReadAll(zr)
+	if err != nil || len(body) == 0 {
+		t.Errorf("profile body = %d bytes, %v", len(body), err)
 	}
 }
