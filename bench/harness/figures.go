@@ -9,11 +9,12 @@ import (
 	"time"
 )
 
-// Figures are the six figures of issue #8, the load test of issue #13 and the
-// observability overhead of issue #20, by number (8 is not one of this package's).
+// Figures are the six figures of issue #8, the load test of issue #13, the
+// observability overhead of issue #20, the task journal of issue #22 and the side-by-side
+// of issue #21, by number (8 is not one of this package's).
 var Figures = map[int]func(*Env, context.Context) (*Figure, error){
 	1: (*Env).Figure1, 2: (*Env).Figure2, 3: (*Env).Figure3, 4: (*Env).Figure4, 5: (*Env).Figure5, 6: (*Env).Figure6, 7: (*Env).Figure7,
-	9: (*Env).Figure9, 10: (*Env).Figure10,
+	9: (*Env).Figure9, 10: (*Env).Figure10, 11: (*Env).Figure11,
 }
 
 // pick returns the full-run value or, in smoke mode, the smoke value.
@@ -261,6 +262,7 @@ func (e *Env) Figure2(ctx context.Context) (*Figure, error) {
 				"where ours uses more CPU per task than a peer, the go-sdk's per-message costs and the guest instance are the difference"
 		}
 		f.Targets = append(f.Targets, t)
+		f.Targets = append(f.Targets, atLeastPeer(f, main, "task create -> completed", "stdio, c=16")...)
 	}
 	return f, nil
 }
@@ -341,6 +343,8 @@ func (e *Env) Figure3(ctx context.Context) (*Figure, error) {
 			}
 			f.Targets = append(f.Targets, Target{Variant: main, Goal: "tasks/get >= 20,000/s over HTTP", Got: format(m) + "/s", Met: m >= 20000, Why: why})
 		}
+		f.Targets = append(f.Targets, atLeastPeer(f, main, "tasks/get", "stdio")...)
+		f.Targets = append(f.Targets, atLeastPeer(f, main, "tasks/get", "http")...)
 	}
 	return f, nil
 }
