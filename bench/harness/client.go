@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Client is the one raw JSON-RPC client every server is driven with, so that no
@@ -24,6 +25,53 @@ type Client struct {
 	stop     func() error
 	next     atomic.Int64
 	requests atomic.Int64 // server requests seen (stdio)
+
+	smu      sync.Mutex
+	statuses map[statusKey]chan time.Time // awaited notifications/tasks/status (stdio)
+}
+
+// statusKey is a task and a status its notifications/tasks/status is awaited with.
+type statusKey struct{ task, status string }
+
+// ExpectStatus returns a channel that receives the moment the stdio connection reads
+// a notifications/tasks/status of task id in status, and a func that stops waiting.
+// Call it before what causes the notification. Over HTTP nothing arrives: the server
+// sends these notifications on stream transports only.
+func (c *Client) ExpectStatus(id, status string) (<-chan time.Time, func()) {
+	k := statusKey{id, status}
+	ch := make(chan time.Time, 1)
+	c.smu.Lock()
+	if c.statuses == nil {
+		c.statuses = map[statusKey]chan time.Time{}
+	}
+	c.statuses[k] = ch
+	c.smu.Unlock()
+	return ch, func() {
+		c.smu.Lock()
+		if c.statuses[k] == ch {
+			delete(c.statuses, k)
+		}
+		c.smu.Unlock()
+	}
+}
+
+// sawStatus hands the moment a notifications/tasks/status was read to its waiter.
+func (c *Client) sawStatus(params json.RawMessage, at time.Time) {
+	var t struct {
+		TaskID string `json:"taskId"`
+		Status string `json:"status"`
+	}
+	if json.Unmarshal(params, &t) != nil {
+		return
+	}
+	k := statusKey{t.TaskID, t.Status}
+	c.smu.Lock()
+	ch := c.statuses[k]
+	delete(c.statuses, k)
+	c.smu.Unlock()
+	if ch != nil {
+		ch <- at
+	}
 }
 
 // ServerRequests is how many requests (such as elicitation/create) the server has sent
@@ -42,6 +90,7 @@ func (e *Error) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.C
 type message struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Error  *Error          `json:"error"`
 }
@@ -148,6 +197,9 @@ func DialStdio(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, caps
 				if json.Unmarshal(line, m) == nil {
 					if m.Method != "" && len(m.ID) > 0 {
 						c.requests.Add(1)
+					}
+					if m.Method == "notifications/tasks/status" && len(m.ID) == 0 {
+						c.sawStatus(m.Params, time.Now())
 					}
 					if id, ok := m.response(); ok {
 						mu.Lock()

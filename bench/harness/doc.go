@@ -10,7 +10,10 @@
 //
 // Every config.toml of mcp-wasmhost is generated from one template (env.go) for each
 // entry of Variants, so measuring another configuration, such as a plugin setting, is
-// one more entry there; every figure then shows it beside the others.
+// one more entry there; every figure then shows it beside the others. A variant's
+// Replicas runs that many processes on its one config.toml, so on one shared store
+// (openReplicas, Replicas): figure 2 spreads its load across them, and figure 12
+// cancels on one instance a task another runs.
 //
 // Server memory is the VmRSS of the server's own process (/proc/PID/status), never the
 // harness's. Nothing here asserts a time: a step that fails (a server that does not

@@ -5,12 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"text/template"
 	"time"
 
@@ -22,10 +25,14 @@ import (
 // baselines. A variant is a few lines of config.toml, so adding one is one entry here.
 type Variant struct {
 	Name        string // as shown in the figures
-	Store       string // [tasks] store: "memory", "sqlite", "bolt", or "postgres": a database of a PostgreSQL server the harness starts (internal/pgtest), one per server
+	Store       string // [tasks] store: "memory", "sqlite", "bolt", or "postgres": a database of a PostgreSQL server the harness starts (internal/pgtest), one per config (shared by its replicas)
 	PluginLines string // extra lines written into every [[plugins]] table
 	ServerLines string // extra lines written at the end of [server] (may open [server.*] tables)
 	Figures     []int  // the figures it is measured in; nil = all
+	// Replicas is how many server processes run on its one config.toml, so on one
+	// store, in the figures that start servers with openReplicas (2 and 11); the
+	// load is spread across them. 0 is one.
+	Replicas int
 }
 
 // Variants are the configurations of mcp-wasmhost measured. Those without Figures are
@@ -38,6 +45,7 @@ var Variants = []Variant{
 	{Name: "mcp-wasmhost, durable store", Store: "bolt", Figures: []int{2}},
 	{Name: "mcp-wasmhost, SQLite store (default)", Store: "sqlite", Figures: []int{2}},
 	{Name: "mcp-wasmhost, PostgreSQL store (1 replica)", Store: "postgres", Figures: []int{2}},
+	{Name: "mcp-wasmhost, PostgreSQL store (3 replicas)", Store: "postgres", Replicas: 3, Figures: []int{2}},
 }
 
 func (v Variant) in(figure int) bool {
@@ -184,6 +192,29 @@ func (e *Env) store(v Variant) (string, error) {
 	return e.pg.CreateDatabase(context.Background())
 }
 
+// pgCPU is the processor time the harness's PostgreSQL server (its postmaster and
+// backends, live and exited) has used so far. The postmaster's PID is the first line
+// of the lock file PostgreSQL keeps beside its socket.
+func (e *Env) pgCPU() (time.Duration, error) {
+	if e.pg == nil {
+		return 0, errors.New("no PostgreSQL server started")
+	}
+	locks, err := filepath.Glob(filepath.Join(e.pg.Socket(), ".s.PGSQL.*.lock"))
+	if err != nil || len(locks) != 1 {
+		return 0, fmt.Errorf("the PostgreSQL socket's lock file in %s: found %d, %v", e.pg.Socket(), len(locks), err)
+	}
+	b, err := os.ReadFile(locks[0])
+	if err != nil {
+		return 0, err
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		return 0, fmt.Errorf("%s: no PID on its first line: %w", locks[0], err)
+	}
+	return treeCPU(pid)
+}
+
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
 // Ours writes a config.toml for v serving plugins (on cacheDir, "" = the shared warm
@@ -228,7 +259,7 @@ func (e *Env) Ours(v Variant, cacheDir string, plugins ...Plugin) (Server, error
 	if err := os.WriteFile(cfg, buf.Bytes(), 0o644); err != nil {
 		return Server{}, err
 	}
-	return Server{Name: v.Name, Command: []string{e.bin, "--config", cfg}, Tool: "textkit_ping"}, nil
+	return Server{Name: v.Name, Command: []string{e.bin, "--config", cfg}, Tool: "textkit_ping", Replicas: v.Replicas}, nil
 }
 
 // Peers are the native servers of the trivial tool.

@@ -10,11 +10,12 @@ import (
 )
 
 // Figures are the six figures of issue #8, the load test of issue #13, the
-// observability overhead of issue #20, the task journal of issue #22 and the side-by-side
-// of issue #21, by number (8 is not one of this package's).
+// observability overhead of issue #20, the task journal of issue #22, the side-by-side
+// of issue #21 and the cross-instance cancel delay of issue #15, by number (8 is not one
+// of this package's).
 var Figures = map[int]func(*Env, context.Context) (*Figure, error){
 	1: (*Env).Figure1, 2: (*Env).Figure2, 3: (*Env).Figure3, 4: (*Env).Figure4, 5: (*Env).Figure5, 6: (*Env).Figure6, 7: (*Env).Figure7,
-	9: (*Env).Figure9, 10: (*Env).Figure10, 11: (*Env).Figure11,
+	9: (*Env).Figure9, 10: (*Env).Figure10, 11: (*Env).Figure11, 12: (*Env).Figure12,
 }
 
 // pick returns the full-run value or, in smoke mode, the smoke value.
@@ -178,10 +179,16 @@ func (e *Env) Figure2(ctx context.Context) (*Figure, error) {
 	f := &Figure{N: 2, Title: "Task create -> completed throughput, trivial tool, concurrency 1 / 16 / 256",
 		What: fmt.Sprintf("c workers each loop: `tools/call` with `task` (the trivial tool), then `tasks/get` with no wait until `completed`; "+
 			"tasks completed per second over %s, and the CPU time per task of the server process and its worker processes (utime + stime from /proc/PID/stat over the run: less sensitive to the machine's load than the rate). Over stdio all workers share the one connection; over HTTP they share 16 sessions "+
-			"(one per worker at c=1). mcp-wasmhost serves `textkit_ping` (C guest, a fresh instance per call).", d),
+			"(one per worker at c=1). mcp-wasmhost serves `textkit_ping` (C guest, a fresh instance per call). "+
+			"A variant of N replicas is N processes of the binary on one config.toml, so on one PostgreSQL database: over stdio each has its "+
+			"one connection and worker w uses replica w %% N; over HTTP the 16 sessions are spread in turn (6, 5, 5 for 3), and c=1 runs on the first only. "+
+			"Each worker creates and polls its tasks on one session, so on one replica (2025-11-25 sessions are sticky); its rate is the "+
+			"aggregate over the replicas and its CPU per task the sum over all of them and their worker processes. "+
+			"On PostgreSQL the CPU per task of the PostgreSQL server (postmaster and backends, which serve every replica) is given apart.", d),
 		Baseline:  "the same trivial tool (`ping` -> \"pong\", taskSupport optional) served natively by mcp-go v1.2.1 and by the TypeScript SDK 1.32.2, driven by the same client.",
 		Reproduce: "go run ./bench/cmd/benchall -figures 2"}
 	var servers []Server
+	onPostgres := map[string]bool{} // the servers whose PostgreSQL's CPU is measured too
 	for _, v := range Variants {
 		if v.in(2) {
 			s, err := e.Ours(v, "", textkit)
@@ -189,6 +196,7 @@ func (e *Env) Figure2(ctx context.Context) (*Figure, error) {
 				return nil, err
 			}
 			servers = append(servers, s)
+			onPostgres[s.Name] = v.Store == "postgres"
 		}
 	}
 	servers = append(servers, e.Peers()...)
@@ -196,31 +204,45 @@ func (e *Env) Figure2(ctx context.Context) (*Figure, error) {
 		e.logf("figure 2, repetition %d", rep+1)
 		for _, s := range servers {
 			for _, tr := range []string{Stdio, HTTP} {
-				p, cs, err := e.open(ctx, s, tr, 16, Caps{})
+				rs, cs, err := e.openReplicas(ctx, s, tr, 16, Caps{})
 				if err != nil {
 					return nil, err
 				}
 				if _, err = runTasks(ctx, cs, s.Tool, 4, pick(e, 300*time.Millisecond, 50*time.Millisecond)); err != nil { // warm-up
-					e.closeAll(p, cs)
-					return nil, fmt.Errorf("%s over %s: %w\n%s", s.Name, tr, err, p.Stderr())
+					e.closeReplicas(rs, cs)
+					return nil, fmt.Errorf("%s over %s: %w\n%s", s.Name, tr, err, rs.Stderr())
 				}
 				for _, c := range concurrencies {
 					use := cs
 					if c == 1 {
 						use = cs[:1]
 					}
-					l, cpu, err := measure(p, func() (load, error) { return runTasks(ctx, use, s.Tool, c, d) })
+					var pg cpuMeter = noCPU{}
+					if onPostgres[s.Name] {
+						pg = postgresCPU{e}
+					}
+					// The load, metered on the replicas and, around that, on PostgreSQL.
+					var l load
+					var cpu, pgCPU float64
+					_, pgCPU, err = measure(pg, func() (load, error) {
+						l, cpu, err = measure(rs, func() (load, error) { return runTasks(ctx, use, s.Tool, c, d) })
+						return l, err
+					})
 					if err != nil {
-						e.closeAll(p, cs)
-						return nil, fmt.Errorf("%s over %s at c=%d: %w\n%s", s.Name, tr, c, err, p.Stderr())
+						e.closeReplicas(rs, cs)
+						return nil, fmt.Errorf("%s over %s at c=%d: %w\n%s", s.Name, tr, c, err, rs.Stderr())
 					}
 					f.add(fmt.Sprintf("%s, %s, c=%d", s.Name, tr, c), "tasks/s", l.Rate)
 					f.add(fmt.Sprintf("%s, %s, c=%d, server CPU per task", s.Name, tr, c), "us CPU", cpu)
+					if onPostgres[s.Name] {
+						f.add(fmt.Sprintf("%s, %s, c=%d, PostgreSQL CPU per task", s.Name, tr, c), "us CPU", pgCPU)
+					}
 				}
-				e.closeAll(p, cs)
+				e.closeReplicas(rs, cs)
 			}
 		}
 	}
+	replicaRatios(f)
 	for _, main := range modes() {
 		peers := e.Peers()
 		var slower []string

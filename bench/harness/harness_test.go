@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/host"
+	"github.com/mcp-wasmhost/mcp-wasmhost/internal/pgtest"
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
 	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
@@ -93,9 +95,18 @@ func TestClient(t *testing.T) {
 			if err := awaitStatus(ctx, c, parked, "input_required"); err != nil {
 				t.Fatalf("awaitStatus(input_required) = %v", err)
 			}
+			seen, stop := c.ExpectStatus(parked, "cancelled")
+			defer stop()
 			raw, err := c.Call(ctx, "tasks/cancel", map[string]any{"taskId": parked})
 			if task, derr := rawTask(raw); err != nil || derr != nil || task.Status != "cancelled" {
 				t.Fatalf("tasks/cancel = %s, %v, want cancelled", raw, err)
+			}
+			if name == "stdio" { // the server sends notifications/tasks/status on stream transports only
+				select {
+				case <-seen:
+				case <-time.After(30 * time.Second):
+					t.Errorf("ExpectStatus(%s, cancelled): no notification within 30 s of the cancel", parked)
+				}
 			}
 			if err := awaitStatus(ctx, c, parked, "completed"); err == nil || !strings.Contains(err.Error(), "cancelled") {
 				t.Errorf("awaitStatus(cancelled task, completed) = %v, want an error naming cancelled", err)
@@ -206,5 +217,65 @@ func TestStatistics(t *testing.T) {
 	r := f.find("a/b")
 	if r == nil || !r.Ratio || len(r.Samples) != 2 || r.Samples[0] != 2 || r.Samples[1] != 4 {
 		t.Errorf("ratio rows = %+v, want [2 4] (pairs of the same repetition only)", r)
+	}
+}
+
+// TestReplicaRatios: figure 2 compares each variant of several replicas with the one
+// of a single process on the same store, repetition by repetition.
+func TestReplicaRatios(t *testing.T) {
+	var one, three Variant
+	for _, v := range Variants {
+		switch {
+		case v.Store == "postgres" && v.Replicas > 1:
+			three = v
+		case v.Store == "postgres":
+			one = v
+		}
+	}
+	if one.Name == "" || three.Name == "" || !one.in(2) || !three.in(2) {
+		t.Fatalf("Variants = %+v, want PostgreSQL with one and with several replicas in figure 2", Variants)
+	}
+	f := &Figure{}
+	for _, c := range []struct {
+		v    Variant
+		rate float64
+	}{{one, 100}, {three, 150}} {
+		f.add(c.v.Name+", stdio, c=16", "tasks/s", c.rate)
+		f.add(c.v.Name+", stdio, c=16, server CPU per task", "us CPU", c.rate*10)
+		f.add(c.v.Name+", stdio, c=16, PostgreSQL CPU per task", "us CPU", c.rate*2)
+	}
+	replicaRatios(f)
+	for _, label := range []string{
+		three.Name + " / " + one.Name + ", stdio, c=16",
+		"server CPU per task, " + three.Name + " / " + one.Name + ", stdio, c=16",
+		"PostgreSQL CPU per task, " + three.Name + " / " + one.Name + ", stdio, c=16",
+	} {
+		if r := f.find(label); r == nil || !r.Ratio || len(r.Samples) != 1 || r.Samples[0] != 1.5 {
+			t.Errorf("row %q = %+v, want the ratio 1.5", label, r)
+		}
+	}
+	if len(f.Notes) != 1 {
+		t.Errorf("Notes = %q, want one note on the replicas", f.Notes)
+	}
+}
+
+// TestPostgresCPU: the harness finds its PostgreSQL server's processes and reads their
+// CPU time; without a server it says so.
+func TestPostgresCPU(t *testing.T) {
+	if _, err := (&Env{}).pgCPU(); err == nil {
+		t.Error("pgCPU() without a PostgreSQL server succeeded, want an error")
+	}
+	e := &Env{pg: pgtest.Start(t)}
+	before, err := e.pgCPU()
+	if err != nil {
+		t.Fatalf("pgCPU() = %v", err)
+	}
+	dsn, err := e.pg.CreateDatabase(context.Background()) // work for the server: a new database
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := e.pgCPU()
+	if err != nil || after < before || after == 0 {
+		t.Errorf("pgCPU() after creating %s = %v, %v; want at least %v and more than 0", dsn, after, err, before)
 	}
 }

@@ -168,9 +168,14 @@ func loadFor(ctx context.Context, workers int, d time.Duration, op func(ctx cont
 	return load{Rate: float64(done.Load()) / took.Seconds(), Ops: done.Load(), Took: took}, nil
 }
 
+// cpuMeter is a server whose CPU time is read: a Proc or its Replicas.
+type cpuMeter interface {
+	CPU() (time.Duration, error)
+}
+
 // measure runs a load against p and returns it with the server's CPU time per
 // operation in microseconds (0 when no operation completed).
-func measure(p *Proc, run func() (load, error)) (load, float64, error) {
+func measure(p cpuMeter, run func() (load, error)) (load, float64, error) {
 	cpu0, err := p.CPU()
 	if err != nil {
 		return load{}, 0, err

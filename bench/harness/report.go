@@ -82,6 +82,9 @@ func Write(w io.Writer, m Machine, e *Env, figs []*Figure, took time.Duration) e
 		if v.Store == "postgres" {
 			store = "`store = \"postgres://...\"` (a PostgreSQL 15 server the harness starts, unix socket, its defaults)"
 		}
+		if v.Replicas > 1 {
+			store += fmt.Sprintf(", %d server processes on the one database, the load spread across them", v.Replicas)
+		}
 		p("- **%s**: %s%s (%s).\n", v.Name, store, extra, figsIn)
 	}
 	p("\nPeers: mcp-go v1.2.1 (`bench/peers/mcpgo`, its own Go module) and the TypeScript SDK 1.32.2\n")

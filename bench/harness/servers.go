@@ -32,6 +32,9 @@ type Server struct {
 	// AskStatus is the status a task of Ask shows while it waits for the answer;
 	// "" for a server that keeps it "working" (then the elicitation request is awaited).
 	AskStatus string
+	// Replicas is how many processes of it share one config.toml (so one store) when
+	// a figure starts it with openReplicas; 0 is one.
+	Replicas int
 }
 
 // Proc is a running server process.
@@ -188,18 +191,22 @@ func vmRSS(pid int) (int64, error) {
 // the processes it started (worker processes: live ones, and those it has reaped),
 // from /proc/PID/stat, in clock ticks of 10 ms. Unlike wall time it hardly depends on
 // what else the machine is doing.
-func (p *Proc) CPU() (time.Duration, error) {
+func (p *Proc) CPU() (time.Duration, error) { return treeCPU(p.PID()) }
+
+// treeCPU is the processor time of process root and of its descendants: live ones,
+// and those it has waited for.
+func treeCPU(root int) (time.Duration, error) {
 	var ticks int64
-	for _, pid := range family(p.PID()) {
+	for _, pid := range family(root) {
 		f, err := statFields(pid)
 		if err != nil {
-			if pid != p.PID() {
+			if pid != root {
 				continue
 			}
 			return 0, err
 		}
 		last := 13 // utime, stime
-		if pid == p.PID() {
+		if pid == root {
 			last = 15 // and cutime, cstime: children it has waited for
 		}
 		for _, s := range f[11:last] {
