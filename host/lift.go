@@ -199,7 +199,10 @@ func (c *liftConn) notify(ctx context.Context, method string, params any) error 
 // stateful handler or, for 2026-07-28 (the MCP-Protocol-Version header, or a
 // server/discover probe), the stateless one. On the stateful handler a POST without
 // Mcp-Session-Id must be an initialize, and a new session must fit under the cap.
-func (s *Server) liftHTTP(stateful, stateless http.Handler) http.Handler {
+//
+// A stateless request goes to statelessJSON, which answers with application/json,
+// when it is a call whose answer cannot stream (plainCall).
+func (s *Server) liftHTTP(stateful, stateless, statelessJSON http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			stateful.ServeHTTP(w, r)
@@ -251,6 +254,9 @@ func (s *Server) liftHTTP(stateful, stateless http.Handler) http.Handler {
 				return
 			}
 			defer release()
+		}
+		if next == stateless && plainCall(s.catalog, body) {
+			next = statelessJSON
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))

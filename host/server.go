@@ -369,8 +369,12 @@ func (s *Server) HTTPHandler() http.Handler {
 	// Stateless requests have no session to resume: no event store.
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: logger, Stateless: true,
 		MaxRequestBodyBytes: maxBody})
+	// The same, answering with application/json: for stateless calls that cannot
+	// stream (plainCall).
+	statelessJSON := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: logger, Stateless: true,
+		MaxRequestBodyBytes: maxBody, JSONResponse: true})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(s.sessionVersion(s.httpReqs.track(s.liftHTTP(stateful, stateless)))))
+	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(s.sessionVersion(s.httpReqs.track(s.liftHTTP(stateful, stateless, statelessJSON)))))
 	return mux
 }
 

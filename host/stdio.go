@@ -167,32 +167,6 @@ func readLine(r *bufio.Reader, maxBytes int) (line []byte, over bool, err error)
 	}
 }
 
-// decodeLine turns one line into a JSON-RPC message, or into the error answer for a
-// line that is not one: -32700 for bytes that are not JSON, -32600 for JSON that is not
-// a single JSON-RPC 2.0 message (or nests deeper than MaxMessageDepth), with the
-// request's id where it can be read and null otherwise.
-func decodeLine(line []byte) (jsonrpc.Message, []byte) {
-	if depth := nesting(line); depth > MaxMessageDepth {
-		return nil, errorLine(peekID(line), codeInvalidRequest,
-			fmt.Sprintf("message refused: nested deeper than %d levels", MaxMessageDepth))
-	}
-	if !json.Valid(line) {
-		return nil, errorLine(nil, codeParseError, "parse error: the line is not one JSON value")
-	}
-	if line = bytes.TrimSpace(line); line[0] != '{' {
-		msg := "invalid request: not a JSON-RPC message object"
-		if line[0] == '[' {
-			msg = "invalid request: JSON-RPC batches are not supported"
-		}
-		return nil, errorLine(nil, codeInvalidRequest, msg)
-	}
-	msg, err := jsonrpc.DecodeMessage(line)
-	if err != nil {
-		return nil, errorLine(peekID(line), codeInvalidRequest, "invalid request: "+err.Error())
-	}
-	return msg, nil
-}
-
 // nesting reports how deeply arrays and objects nest in b, in one pass and without
 // recursion; it does not check that b is valid JSON.
 func nesting(b []byte) int {
@@ -219,42 +193,6 @@ func nesting(b []byte) int {
 		}
 	}
 	return deepest
-}
-
-// peekID reads the top-level "id" of what may be the start of a JSON-RPC message. It
-// returns the id as written when it is a string or an integer and comes before
-// anything unreadable, and nil otherwise.
-func peekID(b []byte) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil
-		}
-		if key != "id" {
-			continue
-		}
-		var n json.Number
-		var str string
-		if json.Unmarshal(v, &str) == nil {
-			return v
-		}
-		if json.Unmarshal(v, &n) == nil {
-			if _, err := n.Int64(); err == nil {
-				return v
-			}
-		}
-		return nil
-	}
-	return nil
 }
 
 // errorLine is a JSON-RPC error response for id (nil means null), as one line.

@@ -132,8 +132,10 @@ func FuzzDecodeLine(f *testing.F) {
 	})
 }
 
-// BenchmarkDecodeLine measures what the stdio checks (depth scan, json.Valid) add to
-// the go-sdk's own decoding of a typical tools/call line.
+// BenchmarkDecodeLine compares decodeLine (one scan of the envelope, every stdio check
+// included) with the go-sdk's own decoding of a typical tools/call line. On 2026-12-02
+// (2 shared cores): decodeLine 5.7-7.9 µs, 104 B, 3 allocs; before, with json.Valid and
+// DecodeMessage, 99-123 µs, 67,173 B, 12 allocs.
 func BenchmarkDecodeLine(b *testing.B) {
 	line := []byte(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"textkit_stats","arguments":{"text":"` +
 		strings.Repeat("lorem ipsum ", 100) + `"},"_meta":{"progressToken":3}}}`)
