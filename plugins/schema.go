@@ -73,6 +73,10 @@ type Schema struct {
 	// perDepth[d] is the most validation that can apply to one value at depth d below
 	// the checked value (0: the value itself).
 	perDepth [MaxValueDepth + 1]cost
+	// fast is the schema compiled for the fast path (fastcheck.go), or nil when it
+	// uses a keyword outside it.
+	fast    *fastNode
+	fastMax int // the longest document the fast path checks (fastMaxSize)
 }
 
 // cost is the validation that can apply to one value. Arithmetic saturates at
@@ -169,9 +173,12 @@ func compileSchema(raw json.RawMessage) (_ *Schema, err error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Schema{resolved: resolved, maxText: g.maxText}
+	out := &Schema{resolved: resolved, maxText: g.maxText, fast: compileFast(&s, true)}
 	if err := g.measure(&out.perDepth); err != nil {
 		return nil, err
+	}
+	if out.fast != nil {
+		out.fastMax = out.fastMaxSize()
 	}
 	return out, nil
 }

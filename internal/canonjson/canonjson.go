@@ -24,6 +24,15 @@ func Canonical(doc []byte) ([]byte, error) {
 	if !utf8.Valid(doc) {
 		return nil, errors.New("not valid UTF-8")
 	}
+	if out, ok := fastCanonical(doc); ok {
+		return out, nil
+	}
+	return decodeCanonical(doc)
+}
+
+// decodeCanonical is Canonical through encoding/json's tokenizer: every document,
+// with its error.
+func decodeCanonical(doc []byte) ([]byte, error) {
 	d := json.NewDecoder(bytes.NewReader(doc))
 	d.UseNumber()
 	c := canon{doc: doc, d: d}

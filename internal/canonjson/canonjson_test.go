@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestCanonical(t *testing.T) {
@@ -82,4 +84,55 @@ func sameValue(t *testing.T, a, b []byte) bool {
 		return v
 	}
 	return reflect.DeepEqual(decode(a), decode(b))
+}
+
+// FuzzFastCanonical: where the one pass writes the canonical form, it is the
+// decoder-based path's, byte for byte.
+func FuzzFastCanonical(f *testing.F) {
+	for _, s := range []string{`{"b":2,"a":[1,{"y":1,"x":0}]}`, `{"n":9007199254740993}`, `{"n":1,"n":2}`,
+		`["\ud83d\ude00","\ud800"]`, `[1.5e-3,true,null]`, `"\\u"`, `{"a":{"b":{}}}`, ` { "b" : [ ] , "a" : -0.0E+1 } `,
+		`{"a<":1}`, "{\"\u2028\":1}", `{"aa":1,"a":2,"b":3}`, `{"text":"lorem ipsum"}`, `01`, `[1,]`, `{"a":1}x`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		if !utf8.Valid(doc) {
+			return
+		}
+		got, ok := fastCanonical(doc)
+		if !ok {
+			return
+		}
+		want, err := decodeCanonical(doc)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("fastCanonical(%q) = %q, decodeCanonical = %q, %v", doc, got, want, err)
+		}
+	})
+}
+
+// BenchmarkCanonical writes the canonical form of tool arguments (the audit line's
+// and the signed request state's digest): "fast" as Canonical does, "decode" through
+// encoding/json's tokenizer, as it did before.
+//
+//	go test ./internal/canonjson -run NONE -bench Canonical -count 6
+func BenchmarkCanonical(b *testing.B) {
+	for _, bc := range []struct{ name, doc string }{
+		{"small", `{"text":"abc"}`},
+		{"unsorted", `{"to":10,"delay_ms":5,"label":"done"}`},
+		{"1KiB", `{"text":"` + strings.Repeat("lorem ipsum ", 85) + `"}`},
+	} {
+		doc := []byte(bc.doc)
+		for _, path := range []struct {
+			name string
+			f    func([]byte) ([]byte, error)
+		}{{"fast", Canonical}, {"decode", decodeCanonical}} {
+			b.Run(bc.name+"/"+path.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := path.f(doc); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }
