@@ -141,6 +141,12 @@ type Server struct {
 	ReportMeta bool `toml:"report_meta"`
 	// Tracing is the [server.tracing] table (telemetry.go).
 	Tracing Tracing `toml:"tracing"`
+	// WorkerProfileDir, an existing directory, makes every worker process write
+	// a CPU profile (runtime/pprof) of its life to <plugin>-<pid>.cpu.pprof there
+	// when it exits (a killed worker writes none); for finding where a worker's
+	// time goes, not for production. Load and Parse make a relative path
+	// absolute. "" means no profiles.
+	WorkerProfileDir string `toml:"worker_profile_dir"`
 }
 
 // CompilationCacheDir reports where compiled modules are cached on disk, and
@@ -675,6 +681,17 @@ func (c *Config) finish(name, dir string, lines []keyLine) []error {
 	s.Audit.finish(dir, fail)
 	s.Distribution.finish(dir, fail)
 	s.finishTelemetry(fail)
+	if s.WorkerProfileDir != "" {
+		s.WorkerProfileDir = resolve(dir, s.WorkerProfileDir)
+		switch fi, err := os.Stat(s.WorkerProfileDir); {
+		case errors.Is(err, fs.ErrNotExist):
+			fail("server", "worker_profile_dir %q does not exist", s.WorkerProfileDir)
+		case err != nil:
+			fail("server", "worker_profile_dir %q: %v", s.WorkerProfileDir, err)
+		case !fi.IsDir():
+			fail("server", "worker_profile_dir %q is not a directory", s.WorkerProfileDir)
+		}
+	}
 	switch s.CacheDir {
 	case "":
 		s.CacheDir = defaultCacheDir()

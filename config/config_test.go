@@ -260,6 +260,8 @@ func TestParseValidation(t *testing.T) {
 				where + `inherit_env "HOME" is also set in env; keep one`,
 			},
 		},
+		{"worker_profile_dir does not exist", "[server]\nworker_profile_dir = \"missing\"", []string{`config.toml: server: worker_profile_dir "` + missing + `" does not exist`}},
+		{"worker_profile_dir is a file", "[server]\nworker_profile_dir = \"file.txt\"", []string{`config.toml: server: worker_profile_dir "` + file + `" is not a directory`}},
 		{"dir host missing", plugin("toolbox", "[[plugins.dirs]]", `guest = "/data"`), []string{where + "dirs[0]: host is required"}},
 		{"dir host does not exist", plugin("toolbox", "[[plugins.dirs]]", `host = "missing"`, `guest = "/data"`), []string{where + `dirs[0]: host "` + missing + `" does not exist`}},
 		{"dir host is a file", plugin("toolbox", "[[plugins.dirs]]", `host = "file.txt"`, `guest = "/data"`), []string{where + `dirs[0]: host "` + file + `" is not a directory`}},
@@ -469,6 +471,7 @@ func TestLoad(t *testing.T) {
 	shared := filepath.Join(root, "shared")
 	body := `[server]
 cache_dir = "cache"
+worker_profile_dir = "data"
 
 [[plugins]]
 name = "a"
@@ -503,12 +506,13 @@ sha256 = "` + sha + `"
 	if err != nil {
 		t.Fatalf("Load(%q) = %v, want no error", path, err)
 	}
-	got := []string{cfg.Server.CacheDir, cfg.Plugins[0].Path, cfg.Plugins[1].Path, cfg.Plugins[2].Path}
+	got := []string{cfg.Server.CacheDir, cfg.Server.WorkerProfileDir, cfg.Plugins[0].Path, cfg.Plugins[1].Path, cfg.Plugins[2].Path}
 	for _, d := range cfg.Plugins[0].Dirs {
 		got = append(got, d.Host)
 	}
 	want := []string{
 		filepath.Join(conf, "cache"),
+		filepath.Join(conf, "data"),
 		filepath.Join(conf, "plugins", "a.wasm"),
 		filepath.Join(root, "b.wasm"),
 		filepath.FromSlash("/opt/wasm/c.wasm"),
@@ -524,8 +528,8 @@ sha256 = "` + sha + `"
 		t.Chdir(root)
 		rel := filepath.Join("conf", "config.toml")
 		cfg, err := Load(rel)
-		if err != nil || cfg.Plugins[0].Path != want[1] {
-			t.Errorf("Load(%q) = %v, %v, want path %q", rel, cfg, err, want[1])
+		if err != nil || cfg.Plugins[0].Path != want[2] {
+			t.Errorf("Load(%q) = %v, %v, want path %q", rel, cfg, err, want[2])
 		}
 	})
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unicode/utf8"
 
@@ -22,7 +23,9 @@ import (
 const Arg = "__mcp-wasmhost-worker__"
 
 // IsWorker reports whether args (os.Args) start a worker process.
-func IsWorker(args []string) bool { return len(args) == 2 && args[1] == Arg }
+func IsWorker(args []string) bool {
+	return len(args) == 2 && args[1] == Arg || len(args) == 3 && args[1] == Arg && args[2] == profileArg
+}
 
 // Main runs a worker on the process's stdin and stdout and returns its exit code. The
 // server's main, and TestMain of every test package that starts workers, call it first:
@@ -32,10 +35,24 @@ func IsWorker(args []string) bool { return len(args) == 2 && args[1] == Arg }
 //	}
 func Main() int {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	// First, before anything is opened or loaded: nothing of the server's but the channel.
-	if err := closeInherited(); err != nil {
+	// First, before anything is opened or loaded: nothing of the server's but the channel
+	// (and the profile's file when the server opened one for this worker).
+	profiling := len(os.Args) == 3 && os.Args[2] == profileArg
+	keep := -1
+	if profiling {
+		keep = profileFD
+	}
+	if err := closeInherited(keep); err != nil {
 		logger.Error("worker stopped", "err", err)
 		return 1
+	}
+	if profiling {
+		stop, err := startProfile()
+		if err != nil {
+			logger.Error("worker stopped", "err", err)
+			return 1
+		}
+		defer stop()
 	}
 	if err := Serve(context.Background(), pollable(0, "stdin"), pollable(1, "stdout"), logger); err != nil {
 		logger.Error("worker stopped", "err", err)
@@ -97,7 +114,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Logger
 	if err := w.send(frameReady, 0, nil); err != nil {
 		return err
 	}
-	c := &child{mod: mod, w: w, calls: map[uint64]*childCall{}}
+	c := &child{mod: mod, w: w, calls: map[uint64]*childCall{}, jobs: make(chan job)}
 	defer c.stopAll()
 	for {
 		f, err := readFrame(r, &hdr)
@@ -146,6 +163,46 @@ type child struct {
 	mu    sync.Mutex
 	calls map[uint64]*childCall
 	cpu   cpuMeter // the CPU time of calls that run alone
+
+	// jobs hands a call to an idle runner (unbuffered: a send succeeds only if one
+	// waits); idle counts those waiting, at most maxIdleRunners.
+	jobs chan job
+	idle atomic.Int32
+}
+
+// A call runs on a runner goroutine that then waits for the next call, rather than on
+// a goroutine of its own: a fresh goroutine's stack is small, and wazero's
+// instantiation needs a deep one (evaluateConstExpr's frame), so every call began by
+// growing and copying its stack, 18% of a busy worker's CPU. maxIdleRunners bounds
+// the runners that wait (and the stacks they keep) after a burst of calls.
+const maxIdleRunners = 16
+
+// job is one call for a runner.
+type job struct {
+	ctx   context.Context
+	id    uint64
+	entry byte
+	input []byte
+	cc    *childCall
+}
+
+// runner runs j, then the calls handed to it while it waits, until the worker stops
+// or enough other runners wait.
+func (c *child) runner(j job) {
+	for {
+		c.run(j.ctx, j.id, j.entry, j.input, j.cc)
+		j = job{} // an idle runner keeps no call's input alive
+		if c.idle.Add(1) > maxIdleRunners {
+			c.idle.Add(-1)
+			return
+		}
+		var ok bool
+		j, ok = <-c.jobs
+		c.idle.Add(-1)
+		if !ok {
+			return
+		}
+	}
 }
 
 type childCall struct {
@@ -167,7 +224,12 @@ func (c *child) handle(ctx context.Context, f frame) error {
 		ctx, cancel := context.WithCancel(ctx)
 		cc := &childCall{cancel: cancel, reply: make(chan frame, 1)}
 		c.calls[f.id] = cc
-		c.wg.Go(func() { c.run(ctx, f.id, f.payload[0], f.payload[1:], cc) })
+		j := job{ctx: ctx, id: f.id, entry: f.payload[0], input: f.payload[1:], cc: cc}
+		select {
+		case c.jobs <- j:
+		default:
+			c.wg.Go(func() { c.runner(j) })
+		}
 	case frameCancel:
 		c.mu.Lock()
 		if cc, ok := c.calls[f.id]; ok {
@@ -202,6 +264,7 @@ func (c *child) run(ctx context.Context, id uint64, entry byte, input []byte, cc
 	_ = c.w.send(frameBegun, id)
 	var out []byte
 	var err error
+	var report []byte
 	switch entry {
 	case entryDescribe:
 		out, err = c.mod.Describe(ctx)
@@ -210,19 +273,26 @@ func (c *child) run(ctx context.Context, id uint64, entry byte, input []byte, cc
 		alone, gen, cpu := c.cpu.begin()
 		out, err = c.mod.Call(sandbox.WithReport(ctx, &rep), input, &remoteHost{w: c.w, id: id, reply: cc.reply})
 		rep.CPU = c.cpu.end(alone, gen, cpu)
-		_ = c.w.send(frameReport, id, encodeReport(&rep))
+		report = encodeReport(&rep)
 	default:
 		err = fmt.Errorf("unknown entry point %d", entry)
 	}
 	// The instance is closed by now: the result frame tells the supervisor it is gone.
+	// The report, if any, goes just before it, in the same write.
+	result := outFrame{typ: frameResult, id: id}
 	var ge *sandbox.GuestError
 	switch {
 	case err == nil:
-		_ = c.w.send(frameResult, id, []byte{outcomeOK}, out)
+		result.parts = [3][]byte{{outcomeOK}, out}
 	case errors.As(err, &ge):
-		_ = c.w.send(frameResult, id, []byte{byte(ge.Kind)}, []byte(ge.Message))
+		result.parts = [3][]byte{{byte(ge.Kind)}, []byte(ge.Message)}
 	default:
-		_ = c.w.send(frameResult, id, []byte{outcomeError}, []byte(err.Error()))
+		result.parts = [3][]byte{{outcomeError}, []byte(err.Error())}
+	}
+	if report != nil {
+		_ = c.w.sendFrames(outFrame{typ: frameReport, id: id, parts: [3][]byte{report}}, result)
+	} else {
+		_ = c.w.sendFrames(result)
 	}
 }
 
@@ -233,6 +303,7 @@ func (c *child) stopAll() {
 		cc.cancel()
 	}
 	c.mu.Unlock()
+	close(c.jobs) // the idle runners end
 	c.wg.Wait()
 }
 

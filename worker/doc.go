@@ -27,4 +27,13 @@
 // seccomp filter that refuses sockets and exec. Its Go memory limit and address space
 // are sized for [Spec.MaxConcurrent] calls at the plugin's memory limit (memory.go); a
 // worker that runs out of memory all the same tells every call it held.
+//
+// Where a worker's time goes is not visible from the server: with
+// [Options.ProfileDir] (config key [server] worker_profile_dir) each worker writes a
+// CPU profile of its life when it exits, to a file the server opened and handed it
+// as its one extra descriptor (profile.go). worker.BenchmarkCall measures the
+// boundary's CPU on both sides per call. What it showed shaped the hot path: a worker
+// runs calls on runner goroutines that wait for the next call (a fresh goroutine grew
+// its stack for wazero on every call), frames sent while a write is under way go out
+// together in the next write (writer), and the supervisor reuses its per-call state.
 package worker

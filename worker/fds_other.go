@@ -3,4 +3,4 @@
 package worker
 
 // closeInherited has nothing to close where descriptors are not inherited by number.
-func closeInherited() error { return nil }
+func closeInherited(int) error { return nil }

@@ -13,19 +13,25 @@ import (
 
 // closeInherited closes every file descriptor above stderr that the worker inherited
 // from the server (which may itself have inherited them from whatever started it):
-// the worker's only channels are stdin, stdout and stderr.
+// the worker's only channels are stdin, stdout and stderr, and keep if it is not -1:
+// the file the server opened for the worker's CPU profile (profile.go), which it
+// marks close-on-exec.
 //
 // An inherited descriptor is one without close-on-exec: it survived the exec. It is
 // not close_range(3, ~0U, 0): the Go runtime has by then opened descriptors of its own
 // (the cgroup CPU limit files it rereads to size GOMAXPROCS), always with close-on-exec,
 // and closing them under it would let the runtime read whatever reuses the number.
-func closeInherited() error {
+func closeInherited(keep int) error {
 	fds, err := openDescriptors()
 	if err != nil {
 		return err
 	}
 	for _, fd := range fds {
 		if fd <= 2 {
+			continue
+		}
+		if fd == keep {
+			unix.CloseOnExec(fd)
 			continue
 		}
 		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)

@@ -70,40 +70,114 @@ type frame struct {
 	payload []byte
 }
 
-// writer serializes frames onto one stream: each frame is one Write.
+// writer serializes frames onto one stream. Frames sent while a write is under way
+// queue, and the goroutine that made that write writes them all in one more (group
+// commit): under load one write(2), and one wake-up of the reader, carries several
+// frames. send returns once its frames are written, as each frame's own write did:
+// a begun frame is out before the guest starts, and a failed write is the sender's to
+// report.
 type writer struct {
-	mu  sync.Mutex
-	w   io.Writer
-	buf []byte
-	err error // sticky: after a failed write nothing more is sent
+	w io.Writer
+
+	mu      sync.Mutex
+	flushed *sync.Cond // signalled after each write
+	buf     []byte     // frames waiting for the next write
+	spare   []byte     // the buffer of the write before, reused
+	writing bool       // a goroutine is writing: it will write buf too
+	queued  uint64     // frames appended to buf, counted from the first
+	written uint64     // frames written (or failed), counted the same way
+	err     error      // sticky: after a failed write nothing more is sent
+	lost    uint64     // after err: the frames from number lost+1 on were not written
+}
+
+// outFrame is one frame for [writer.sendFrames].
+type outFrame struct {
+	typ   frameType
+	id    uint64
+	parts [3][]byte // the payload, in up to three pieces
 }
 
 func (w *writer) send(typ frameType, id uint64, parts ...[]byte) error {
-	n := headerLen - 4
-	for _, p := range parts {
-		n += len(p)
+	if len(parts) > len(outFrame{}.parts) {
+		panic("worker: a frame of more than three pieces") // this package's own bug
 	}
-	if n+4 > maxFrame {
-		return fmt.Errorf("%s frame of %d bytes exceeds the %d-byte limit", typ, n+4, maxFrame)
+	f := outFrame{typ: typ, id: id}
+	copy(f.parts[:], parts)
+	return w.sendFrames(f)
+}
+
+// sendFrames writes the frames together, in order, and returns once they are written.
+func (w *writer) sendFrames(fs ...outFrame) error {
+	for _, f := range fs {
+		if n := headerLen + f.size(); n > maxFrame {
+			return fmt.Errorf("%s frame of %d bytes exceeds the %d-byte limit", f.typ, n, maxFrame)
+		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return w.err
 	}
-	b := w.buf[:0]
-	b = binary.BigEndian.AppendUint32(b, uint32(n))
-	b = append(b, byte(typ))
-	b = binary.BigEndian.AppendUint64(b, id)
-	for _, p := range parts {
+	for _, f := range fs {
+		w.buf = appendFrame(w.buf, f)
+	}
+	w.queued += uint64(len(fs))
+	mine := w.queued
+	for w.written < mine {
+		if w.writing {
+			// The goroutine writing now, or the next to write, takes these frames.
+			if w.flushed == nil {
+				w.flushed = sync.NewCond(&w.mu)
+			}
+			w.flushed.Wait()
+			continue
+		}
+		// Write everything queued, these frames among it; then the next waiter, if
+		// any frames came meanwhile, writes those: each sender writes at most once.
+		w.writing = true
+		b, before, upTo := w.buf, w.written, w.queued
+		w.buf = w.spare[:0]
+		w.mu.Unlock()
+		_, err := w.w.Write(b)
+		w.mu.Lock()
+		w.writing = false
+		if cap(b) <= 64<<10 {
+			w.spare = b // keep small buffers; let big ones go
+		} else {
+			w.spare = nil
+		}
+		w.written = upTo
+		if err != nil {
+			// These frames and every one queued since will never be written.
+			w.err, w.lost = err, before
+			w.buf, w.written = nil, w.queued
+		}
+		if w.flushed != nil {
+			w.flushed.Broadcast()
+		}
+	}
+	return w.failed(mine)
+}
+
+// failed is the error of the write that carried frame number n, if it failed.
+func (w *writer) failed(n uint64) error {
+	if w.err != nil && n > w.lost {
+		return w.err
+	}
+	return nil
+}
+
+func appendFrame(b []byte, f outFrame) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(headerLen-4+f.size()))
+	b = append(b, byte(f.typ))
+	b = binary.BigEndian.AppendUint64(b, f.id)
+	for _, p := range f.parts {
 		b = append(b, p...)
 	}
-	_, w.err = w.w.Write(b)
-	if cap(b) <= 64<<10 {
-		w.buf = b // keep small buffers; let big ones go
-	}
-	return w.err
+	return b
 }
+
+func (f *outFrame) size() int { return len(f.parts[0]) + len(f.parts[1]) + len(f.parts[2]) }
 
 // readFrame reads one frame. The payload is freshly allocated.
 func readFrame(r io.Reader, hdr *[headerLen]byte) (frame, error) {

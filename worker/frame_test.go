@@ -57,7 +57,7 @@ func FuzzWorkerFrames(f *testing.F) {
 	m := &Module{name: "fuzz", limits: sandbox.Limits{}.WithDefaults(), logger: slog.New(slog.DiscardHandler)}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := &process{w: &writer{w: io.Discard}, dead: make(chan struct{}), calls: map[uint64]*call{}, logger: m.logger}
-		c := p.register()
+		c := p.register(nil)
 		clock := sandbox.NewClock(time.Minute)
 		defer clock.Stop()
 		r := bufio.NewReader(bytes.NewReader(data))

@@ -88,9 +88,10 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// get returns the slot's running worker, waiting while it restarts. A worker that
+// get returns the slot's running worker, waiting up to wait while it restarts. A worker that
 // failed to start fails the call at once with the reason.
-func (s *slot) get(ctx context.Context) (*process, error) {
+func (s *slot) get(ctx context.Context, wait time.Duration) (*process, error) {
+	var timeout <-chan time.Time // started at the first wait: most calls find their worker up
 	for {
 		s.mu.Lock()
 		p, up, err := s.cur, s.up, s.err
@@ -107,13 +108,24 @@ func (s *slot) get(ctx context.Context) (*process, error) {
 			return nil, &sandbox.GuestError{Kind: sandbox.KindAborted, Message: fmt.Sprintf(
 				"plugin %q: its worker process could not be restarted (%v); it is retried in the background", s.m.name, err)}
 		}
+		if timeout == nil {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		var why error
 		select {
 		case <-up:
+			continue
 		case <-s.m.done:
+			continue
 		case <-ctx.Done():
-			return nil, &sandbox.GuestError{Kind: sandbox.KindAborted, Err: ctx.Err(), Message: fmt.Sprintf(
-				"plugin %q: its worker process was restarting and was not ready in time (%v)", s.m.name, ctx.Err())}
+			why = ctx.Err()
+		case <-timeout:
+			why = context.DeadlineExceeded
 		}
+		return nil, &sandbox.GuestError{Kind: sandbox.KindAborted, Err: why, Message: fmt.Sprintf(
+			"plugin %q: its worker process was restarting and was not ready in time (%v)", s.m.name, why)}
 	}
 }
 

@@ -58,6 +58,10 @@ type Options struct {
 	KillGrace time.Duration
 	// Events hears of workers' starts, kills and restarts; nil means nobody.
 	Events Events
+	// ProfileDir, an existing directory, makes every worker write a CPU profile
+	// (runtime/pprof) of its whole life to <plugin>-<pid>.cpu.pprof there when it
+	// exits (profile.go); a worker that is killed writes none. "" means no profiles.
+	ProfileDir string
 }
 
 // Supervisor starts and watches worker processes, one per plugin. It is safe for
@@ -85,6 +89,16 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 			return nil, err
 		}
 		opts.CacheDir = dir
+	}
+	if opts.ProfileDir != "" {
+		dir, err := filepath.Abs(opts.ProfileDir)
+		if err != nil {
+			return nil, err
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("worker profile directory %s: not a directory", dir)
+		}
+		opts.ProfileDir = dir
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -285,9 +299,7 @@ func (m *Module) Call(ctx context.Context, input []byte, h sandbox.Host) ([]byte
 func (m *Module) run(ctx context.Context, entry byte, input []byte, h sandbox.Host) ([]byte, error) {
 	for attempt := 1; ; attempt++ {
 		s := m.pick(h)
-		wctx, cancel := context.WithTimeout(ctx, restartWait)
-		p, err := s.get(wctx)
-		cancel()
+		p, err := s.get(ctx, restartWait)
 		if err != nil {
 			return nil, err
 		}
@@ -306,8 +318,8 @@ func (m *Module) runIn(ctx context.Context, p *process, entry byte, input []byte
 	m.instances.Add(1)
 	m.live.Add(1)
 	defer m.live.Add(-1)
-	c := p.register()
-	defer p.unregister(c.id)
+	c := p.register(sandbox.ReportFrom(ctx))
+	defer p.unregister(c)
 	// The worker enforces the time limit itself; this clock is the backstop. Like the
 	// worker's, it stands still while the guest waits for an answer (handle).
 	parent := ctx
@@ -364,11 +376,7 @@ func (m *Module) handle(ctx context.Context, clock *sandbox.Clock, p *process, c
 			return nil, sandbox.StoppedError(m.name, m.limits.Timeout, ctx.Err(), nil), true
 		}
 		return out, err, finished
-	case frameReport:
-		if rep := sandbox.ReportFrom(ctx); rep != nil {
-			_ = decodeReport(f.payload, rep) // validate checked it
-		}
-	case frameLog:
+	case frameLog: // (a report frame never queues: the reader decodes it, deliver)
 		if h != nil {
 			h.Log(ctx, sandbox.Level(f.payload[0]), string(f.payload[1:]))
 		} else {
@@ -440,6 +448,9 @@ func (m *Module) result(p *process, payload []byte) ([]byte, error, bool) {
 // up its open files: wazero reports a failed open as EIO ("input/output error"), and a
 // Go guest that cannot start as "_initialize failed". "" otherwise.
 func (m *Module) openFilesNote(p *process) string {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return "" // no process to look at (the frame fuzz test's)
+	}
 	n := openFileCount(p.cmd.Process.Pid)
 	if n < 0 || uint64(n)+openFilesSlack < m.files {
 		return ""
@@ -515,7 +526,13 @@ func (m *Module) start(ctx context.Context) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	profile, err := m.openProfile(cmd)
+	if err != nil {
+		return nil, err
+	}
+	err = cmd.Start()
+	profileName := profile.started(cmd, err)
+	if err != nil {
 		return nil, fmt.Errorf("plugin %q: start worker %s: %w", m.name, m.sup.command, err)
 	}
 	m.starts.Add(1)
@@ -529,6 +546,7 @@ func (m *Module) start(ctx context.Context) (*process, error) {
 	go func() {
 		wg.Wait() // both pipes are drained before Wait closes them
 		err := cmd.Wait()
+		removeEmptyProfile(profileName)
 		p.exited(err)
 	}()
 	if err := p.w.send(frameInit, 0, m.init); err != nil {
@@ -585,26 +603,49 @@ type call struct {
 	id     uint64
 	wake   chan struct{} // signalled when frames are queued
 	frames []frame
-	count  int  // frames received, against the ABI's per-call limits
-	begun  bool // the worker said the guest starts: the call may have had effects
+	spare  []frame // the frames taken before, being handled or done with (take)
+	// rep receives the call's report frame, decoded by the reader under p.mu while the
+	// call is registered: the report needs no wake-up of the call's goroutine.
+	rep   *sandbox.Report
+	count int  // frames received, against the ABI's per-call limits
+	begun bool // the worker said the guest starts: the call may have had effects
 	// parked: the call was cancelled while its guest waited for an answer (set and read
 	// by the call's own goroutine, in runIn and handle).
 	parked bool
 }
 
-func (p *process) register() *call {
+// calls keeps ended calls for reuse: a call's lifetime is runIn's, between register
+// and unregister, and nothing holds one after (deliver finds calls in the map only).
+var calls = sync.Pool{New: func() any { return &call{wake: make(chan struct{}, 1)} }}
+
+// register makes a call; its report frame, if any, is decoded into rep (nil: dropped).
+func (p *process) register(rep *sandbox.Report) *call {
+	c := calls.Get().(*call)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.nextID++
-	c := &call{id: p.nextID, wake: make(chan struct{}, 1)}
+	c.id, c.rep = p.nextID, rep
 	p.calls[c.id] = c
 	return c
 }
 
-func (p *process) unregister(id uint64) {
+func (p *process) unregister(c *call) {
 	p.mu.Lock()
-	delete(p.calls, id)
+	delete(p.calls, c.id)
 	p.mu.Unlock()
+	select {
+	case <-c.wake:
+	default:
+	}
+	keep := func(fs []frame) []frame {
+		if cap(fs) > 64 {
+			return nil // a burst of logs: let it go
+		}
+		clear(fs[:cap(fs)])
+		return fs[:0]
+	}
+	*c = call{wake: c.wake, frames: keep(c.frames), spare: keep(c.spare)}
+	calls.Put(c)
 }
 
 // begun reports whether the worker said c's guest starts. Once the process is dead,
@@ -615,12 +656,14 @@ func (p *process) begun(c *call) bool {
 	return c.begun
 }
 
-// take removes and returns the frames queued for c.
+// take removes and returns the frames queued for c. They are c's until its next take:
+// the two slices take turns, so that queueing frames allocates nothing.
 func (p *process) take(c *call) []frame {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fs := c.frames
-	c.frames = nil
+	clear(c.spare) // the frames taken before: handled, their payloads not to be kept
+	c.frames, c.spare = c.spare[:0], fs
 	return fs
 }
 
@@ -717,8 +760,14 @@ func (p *process) deliver(f frame) bool {
 	if c.count > maxCallFrames {
 		return false
 	}
-	if f.typ == frameBegun {
+	switch f.typ {
+	case frameBegun:
 		c.begun = true
+		return true
+	case frameReport:
+		if c.rep != nil {
+			_ = decodeReport(f.payload, c.rep) // validate checked it
+		}
 		return true
 	}
 	c.frames = append(c.frames, f)

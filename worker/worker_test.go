@@ -476,3 +476,26 @@ func TestCancelWhileWaitingSparesTheWorker(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 }
+
+// A call's resource report crosses the boundary: the supervisor's reader decodes the
+// worker's report frame into the caller's sandbox.Report, concurrent calls each their own.
+func TestReportCrossesTheBoundary(t *testing.T) {
+	m := load(t, "plugins/textkit/textkit.wasm", sandbox.Limits{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 10 {
+				var rep sandbox.Report
+				if _, err := m.Call(sandbox.WithReport(context.Background(), &rep), input("ping", map[string]any{}), nil); err != nil {
+					t.Error(err)
+					return
+				}
+				if rep.Instantiate <= 0 || rep.Run <= 0 || rep.MemoryBytes == 0 {
+					t.Errorf("report of a ping through a worker = %+v, want instantiate and run times and the memory", rep)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -270,7 +270,8 @@ func loadPlugin(ctx context.Context, cfg *config.Config, i int, logger *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	workers, err := worker.NewSupervisor(worker.Options{CacheDir: cacheDir, GCPercent: 4 * one.Server.GCPercent, Logger: logger})
+	workers, err := worker.NewSupervisor(worker.Options{CacheDir: cacheDir, GCPercent: 4 * one.Server.GCPercent, Logger: logger,
+		ProfileDir: one.Server.WorkerProfileDir})
 	if err != nil {
 		engine.Close(ctx)
 		return nil, err

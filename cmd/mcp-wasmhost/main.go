@@ -157,7 +157,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	// target (a Go-guest call in a worker: 8.3-9.4 ms at 200, 7.7-7.9 ms at 800; in
 	// process 7.2-7.5 ms).
 	workers, err := worker.NewSupervisor(worker.Options{CacheDir: cacheDir, GCPercent: 4 * cfg.Server.GCPercent, Logger: logger,
-		Events: tel.metrics.Events()})
+		Events: tel.metrics.Events(), ProfileDir: cfg.Server.WorkerProfileDir})
 	if err != nil {
 		return err
 	}
