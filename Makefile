@@ -8,7 +8,7 @@ GO_WASM   = GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldfl
 C_WASM    = clang-14 --target=wasm32-wasi --sysroot=/usr -O2 -Wall -Wextra -mexec-model=reactor -Wl,--strip-all -Wl,-z,stack-size=32768 -Isdk-guest/c
 
 GO_PLUGINS = plugins/toolbox/toolbox.wasm plugins/web/web.wasm plugins/jobs/jobs.wasm plugins/longrun/longrun.wasm conformance/fixture/fixture.wasm conformance/taskfix/taskfix.wasm conformance/fix2026/fix2026.wasm testdata/wasm/stateful.wasm testdata/wasm/memhog.wasm testdata/wasm/escape.wasm testdata/wasm/fetcher.wasm
-C_PLUGINS  = plugins/textkit/textkit.wasm testdata/wasm/asker.wasm testdata/wasm/library.wasm testdata/wasm/cfetch.wasm testdata/wasm/journal.wasm
+C_PLUGINS  = plugins/textkit/textkit.wasm testdata/wasm/asker.wasm testdata/wasm/library.wasm testdata/wasm/cfetch.wasm testdata/wasm/journal.wasm testdata/wasm/isolation.wasm
 WAT        = $(patsubst testdata/wat/%.wat,testdata/wasm/%.wasm,$(wildcard testdata/wat/*.wat))
 ALL_WASM   = $(GO_PLUGINS) $(C_PLUGINS) $(WAT) testdata/wasm/truncated.wasm
 
@@ -50,6 +50,8 @@ testdata/wasm/cfetch.wasm: testdata/c/cfetch.c sdk-guest/c/mcpwh.h Makefile
 	$(C_WASM) -o $@ testdata/c/cfetch.c
 testdata/wasm/journal.wasm: testdata/c/journal.c sdk-guest/c/mcpwh.h Makefile
 	$(C_WASM) -o $@ testdata/c/journal.c
+testdata/wasm/isolation.wasm: testdata/c/isolation.c sdk-guest/c/mcpwh.h Makefile
+	$(C_WASM) -o $@ testdata/c/isolation.c
 testdata/wasm/%.wasm: testdata/wat/%.wat
 	wat2wasm $< -o $@
 testdata/wasm/truncated.wasm: testdata/wasm/loop.wasm

@@ -9,7 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 )
@@ -156,7 +155,7 @@ func (m *Module) run(ctx context.Context, export string, input []byte, h Host, m
 	if rep != nil {
 		began = time.Now()
 	}
-	mod, err := m.instantiate(ctx, st)
+	in, err := m.instantiate(ctx, st)
 	if rep != nil {
 		now := time.Now()
 		rep.Instantiate, began = now.Sub(began), now
@@ -164,15 +163,15 @@ func (m *Module) run(ctx context.Context, export string, input []byte, h Host, m
 	if err != nil {
 		return nil, m.guestError(ctx, st, err)
 	}
-	defer m.close(ctx, mod)
-	res, err := callExport(ctx, mod, export)
+	res, err := callExport(ctx, in, export)
 	if rep != nil {
 		rep.Run = time.Since(began)
 		rep.HostCalls = st.calls
-		if mem := mod.Memory(); mem != nil {
+		if mem := in.mod.Memory(); mem != nil {
 			rep.MemoryBytes = uint64(mem.Size())
 		}
 	}
+	m.finish(ctx, st, in, err == nil && ctx.Err() == nil)
 	m.flushStdio(ctx, st)
 	if err != nil {
 		return nil, m.guestError(ctx, st, err)
@@ -196,35 +195,51 @@ func (m *Module) run(ctx context.Context, export string, input []byte, h Host, m
 // callExport calls the guest's export. A call that returns after its context ended,
 // typically woken from a sleep the host cut short (sleeper), fails with the context's
 // error: what the guest did after its deadline or cancellation is not a result.
-func callExport(ctx context.Context, mod api.Module, export string) ([]uint64, error) {
-	res, err := mod.ExportedFunction(export).Call(ctx)
+func callExport(ctx context.Context, in *instance, export string) ([]uint64, error) {
+	res, err := in.function(export).Call(ctx)
 	if err == nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	return res, err
 }
 
-// instantiate creates a fresh instance; ctx must carry st (withCallState).
-func (m *Module) instantiate(ctx context.Context, st *callState) (api.Module, error) {
+// instantiate returns an instance in its starting state for the call: a kept one,
+// restored (kept.go), or a fresh one. ctx must carry st (withCallState).
+func (m *Module) instantiate(ctx context.Context, st *callState) (*instance, error) {
+	keep := m.kept.enabled()
+	if keep {
+		if in := m.kept.take(); in != nil {
+			in.stdio.bind(ctx, st)
+			m.kept.reused.Add(1)
+			m.live.Add(1)
+			m.releaser.begin()
+			return in, nil
+		}
+	}
 	m.instances.Add(1)
 	mem, err := m.pool.get(m.memory)
 	if err != nil {
 		st.memoryErr = err
 		return nil, err
 	}
-	cfg := m.config.WithStdout(&st.stdout).WithStderr(&st.stderr).WithNanosleep(sleeper(ctx))
-	mod, err := m.runtime.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), m.compiled, cfg)
+	var in *instance
+	if keep {
+		in, err = m.newKept(ctx, st, mem)
+	} else {
+		cfg := m.config.WithStdout(&st.stdout).WithStderr(&st.stderr).WithNanosleep(sleeper(ctx))
+		in = &instance{mem: mem}
+		in.mod, err = m.runtime.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), m.compiled, cfg)
+	}
 	if err != nil {
-		if mod != nil {
-			_ = mod.Close(context.WithoutCancel(ctx))
+		if in.mod != nil {
+			_ = in.mod.Close(context.WithoutCancel(ctx))
 		}
 		m.pool.put(mem)
 		return nil, err
 	}
-	st.memory = mem
 	m.live.Add(1)
 	m.releaser.begin()
-	return mod, nil
+	return in, nil
 }
 
 // sleeper is the guest's sleep (WASI poll_oneoff on a clock): real time, but it ends
@@ -241,15 +256,23 @@ func sleeper(ctx context.Context) sys.Nanosleep {
 	}
 }
 
+// finish ends a call's use of its instance: a kept instance whose call ended
+// cleanly (clean) is restored and kept for the next call, any other is closed.
+func (m *Module) finish(ctx context.Context, st *callState, in *instance, clean bool) {
+	if in.stdio != nil && clean && !st.tainted && m.kept.put(in) {
+		m.live.Add(-1)
+		m.releaser.end()
+		return
+	}
+	m.close(ctx, in)
+}
+
 // close tears an instance down, also after its context ended.
 // Its linear memory goes back to the engine's pool, beyond warmBytes to the operating
 // system at once.
-func (m *Module) close(ctx context.Context, mod api.Module) {
-	mod.Close(context.WithoutCancel(ctx))
-	if st, ok := ctx.Value(callStateKey{}).(*callState); ok && st.memory != nil {
-		m.pool.put(st.memory)
-		st.memory = nil
-	}
+func (m *Module) close(ctx context.Context, in *instance) {
+	in.mod.Close(context.WithoutCancel(ctx))
+	m.pool.put(in.mem)
 	m.live.Add(-1)
 	m.releaser.end()
 }

@@ -26,7 +26,8 @@ type Clock struct {
 	waits  int           // Pause calls that stopped a running clock
 	timer  *time.Timer
 	spent  bool
-	closed bool // Stop was called
+	closed bool     // Stop was called
+	hooks  []func() // run once when the budget is spent (WithClock)
 }
 
 // NewClock returns a running clock with budget to spend; budget <= 0 is spent at once.
@@ -40,20 +41,47 @@ func NewClock(budget time.Duration) *Clock {
 // it could not be stopped for: it then sets itself again for what is left.
 func (c *Clock) expire() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.spent || c.closed || c.pauses > 0 {
+		c.mu.Unlock()
 		return
 	}
 	if left := c.left - time.Since(c.since); left > 0 {
 		c.timer.Reset(left)
+		c.mu.Unlock()
 		return
 	}
-	c.spendLocked()
+	hooks := c.spendLocked()
+	c.mu.Unlock()
+	runHooks(hooks)
 }
 
-func (c *Clock) spendLocked() {
+// spendLocked marks the budget spent and returns the hooks to run once c.mu is
+// unlocked.
+func (c *Clock) spendLocked() []func() {
 	c.spent, c.left = true, 0
 	close(c.done)
+	hooks := c.hooks
+	c.hooks = nil
+	return hooks
+}
+
+func runHooks(hooks []func()) {
+	for _, f := range hooks {
+		f()
+	}
+}
+
+// onSpent runs f once the budget is spent: now if it already is, else on the
+// goroutine that spends it.
+func (c *Clock) onSpent(f func()) {
+	c.mu.Lock()
+	if !c.spent {
+		c.hooks = append(c.hooks, f)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	f()
 }
 
 // Pause stops the clock while the guest waits for an answer. Pauses nest: the clock
@@ -61,17 +89,20 @@ func (c *Clock) spendLocked() {
 // out before Pause stays spent.
 func (c *Clock) Pause() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.pauses++
 	if c.pauses > 1 || c.spent || c.closed {
+		c.mu.Unlock()
 		return
 	}
 	c.waits++
 	c.timer.Stop()
 	c.left -= time.Since(c.since)
+	var hooks []func()
 	if c.left <= 0 {
-		c.spendLocked()
+		hooks = c.spendLocked()
 	}
+	c.mu.Unlock()
+	runHooks(hooks)
 }
 
 // Resume undoes one [Clock.Pause]; a Resume without a Pause does nothing.
@@ -138,21 +169,13 @@ var errBudgetSpent = errors.New("the call's run-time budget is spent")
 // WithClock returns a context that ends when parent does or when c's budget is spent.
 // Its Err is then [context.DeadlineExceeded], as if it had a deadline (wazero closes
 // the instance with its deadline exit code), though its Deadline is parent's: a budget
-// that pauses has no fixed end. cancel releases it and must be called.
+// that pauses has no fixed end. cancel releases it and must be called. No goroutine
+// waits for the clock: it cancels the context itself when the budget is spent (a
+// cancellation after cancel changes nothing).
 func WithClock(parent context.Context, c *Clock) (ctx context.Context, cancel context.CancelFunc) {
 	inner, cancelCause := context.WithCancelCause(parent)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		select {
-		case <-c.Done():
-			cancelCause(errBudgetSpent)
-		case <-inner.Done():
-		}
-	})
-	return clockContext{inner}, func() {
-		cancelCause(context.Canceled)
-		wg.Wait()
-	}
+	c.onSpent(func() { cancelCause(errBudgetSpent) })
+	return clockContext{inner}, func() { cancelCause(context.Canceled) }
 }
 
 // clockContext reports a spent budget as a deadline.

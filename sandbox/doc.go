@@ -1,7 +1,8 @@
 // Package sandbox runs WebAssembly plugins under the guest ABI v1 (docs/ABI.md) with
 // wazero: one [Engine] per server holds the compilation cache; one [Module] per plugin
-// holds its compiled code, its limits and its grants; every [Module.Call] runs in a
-// fresh instance that is closed when the call ends.
+// holds its compiled code, its limits and its grants; every [Module.Call] runs in an
+// instance in the state of a fresh one: new, or kept from an earlier call and restored
+// exactly, memory and globals, where the module allows that (kept.go, restorable.go).
 //
 // The sandbox denies by default. A guest gets no arguments, no environment, no files,
 // no network and no host access except the host functions of the ABI and what the

@@ -124,8 +124,8 @@ type Spec struct {
 	Grants Grants
 }
 
-// Module is one loaded plugin: compiled once, instantiated afresh for every call. It is
-// safe for concurrent use.
+// Module is one loaded plugin: compiled once, and every call starts from a fresh
+// instance's state (kept.go). It is safe for concurrent use.
 type Module struct {
 	name     string
 	limits   Limits
@@ -137,6 +137,7 @@ type Module struct {
 	memory   uint64       // bytes an instance's linear memory may grow to: the limit less its tables
 	releaser *releaser    // the engine's
 	pool     *memoryPool  // the engine's
+	kept     keptInstances
 
 	instances atomic.Int64 // created so far
 	live      atomic.Int64 // not yet closed
@@ -168,11 +169,15 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 	if err := CheckInitialMemory(spec.Name, wasm, limits.MemoryMiB); err != nil {
 		return nil, err
 	}
+	wasm, plan, whyFresh := restorable(wasm) // kept.go
+	if len(spec.Grants.Dirs) > 0 {
+		plan, whyFresh = nil, errors.New("it has directory grants")
+	}
 	compiled, err := rt.CompileModule(ctx, wasm)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q is not a valid WebAssembly module: %w", spec.Name, err)
 	}
-	wasi, err := wasi_snapshot_preview1.NewBuilder(rt).Compile(ctx)
+	wasi, err := wasiModule(ctx, rt)
 	if err != nil {
 		return nil, fmt.Errorf("compile WASI for plugin %q: %w", spec.Name, err)
 	}
@@ -216,6 +221,10 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 		memory:   memory,
 		releaser: e.releaser,
 		pool:     e.pool,
+		kept:     keptInstances{plan: plan},
+	}
+	if whyFresh != nil {
+		m.logger.Debug("instances of this plugin are not reused", slog.String("reason", whyFresh.Error()))
 	}
 	if err := m.checkVersion(ctx); err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
@@ -229,12 +238,17 @@ func (m *Module) Limits() Limits { return m.limits }
 // Instances returns how many instances of the module have been created so far.
 func (m *Module) Instances() int64 { return m.instances.Load() }
 
-// Live returns how many instances of the module exist now.
+// Live returns how many instances of the module serve a call now; idle kept instances
+// (kept.go) are not counted.
 func (m *Module) Live() int64 { return m.live.Load() }
 
 // Close releases the module's runtime and its granted directories. Calls still
 // running end with an error.
 func (m *Module) Close(ctx context.Context) error {
+	for _, in := range m.kept.drain() {
+		_ = in.mod.Close(ctx)
+		m.pool.put(in.mem)
+	}
 	err := m.runtime.Close(ctx)
 	return errors.Join(err, closeMounts(m.mounts))
 }
@@ -359,12 +373,12 @@ func (m *Module) checkVersion(ctx context.Context) error {
 	defer cancel()
 	st := newCallState(nil, nil, m.limits)
 	ctx = withCallState(ctx, st)
-	mod, err := m.instantiate(ctx, st)
+	in, err := m.instantiate(ctx, st)
 	if err != nil {
 		return m.guestError(ctx, st, err)
 	}
-	defer m.close(ctx, mod)
-	res, err := callExport(ctx, mod, exportABIVersion)
+	res, err := callExport(ctx, in, exportABIVersion)
+	m.finish(ctx, st, in, err == nil && ctx.Err() == nil)
 	if err != nil {
 		return m.guestError(ctx, st, err)
 	}

@@ -96,8 +96,10 @@ type callState struct {
 	calls                                     [NumHostCalls]uint32 // for the call's Report
 	stdout, stderr                            limitedBuffer
 
-	memory    *linearMemory // the instance's linear memory, back to the pool when it closes
-	memoryErr error         // why no linear memory could be reserved
+	memoryErr error // why no linear memory could be reserved
+
+	hostCalls int  // host and WASI functions called, instantiation included
+	tainted   bool // a WASI call may have changed state that restoring does not cover (wasi.go)
 }
 
 func newCallState(input []byte, h Host, l Limits) *callState {
@@ -153,6 +155,7 @@ func wrap(f hostFunc) api.GoModuleFunc {
 			stack[0] = api.EncodeI32(statusUnavailable)
 			return
 		}
+		st.hostCalls++
 		stack[0] = api.EncodeI32(f(ctx, st, mod, stack))
 	}
 }

@@ -73,3 +73,18 @@ func childrenCPU(b *testing.B, pids []int) time.Duration {
 	}
 	return total
 }
+
+// BenchmarkCallSequential is one call at a time of a C guest's cheapest tool (textkit
+// ping) through one worker process: the frames both ways and the call in the worker's
+// sandbox.
+func BenchmarkCallSequential(b *testing.B) {
+	m := loadSpec(b, worker.Options{}, worker.Spec{Name: "test", Wasm: wasm(b, "plugins/textkit/textkit.wasm"), Processes: 1})
+	in := input("ping", map[string]any{})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Call(ctx, in, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
