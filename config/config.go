@@ -80,7 +80,9 @@ type Server struct {
 	// LogLevel is one of "debug", "info", "warn" or "error" (lower case).
 	// "" means DefaultLogLevel.
 	LogLevel string `toml:"log_level"`
-	// CacheDir is where wazero keeps compiled modules between runs. Use
+	// CacheDir is where wazero keeps compiled modules between runs, and
+	// (in its manifests/ folder) what each plugin described (package
+	// plugins/manifests). Use
 	// [Server.CompilationCacheDir] rather than reading it directly.
 	// "" means a directory under os.UserCacheDir (see CompilationCacheDir);
 	// CacheOff ("off") means no on-disk cache (write "./off" for a directory

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/egress"
+	"github.com/mcp-wasmhost/mcp-wasmhost/plugins/manifests"
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 	"github.com/mcp-wasmhost/mcp-wasmhost/worker"
 )
@@ -50,6 +51,10 @@ type Spec struct {
 	// Net makes the guest's "http" requests under the plugin's network policy. Nil
 	// means the plugin reaches no network.
 	Net *egress.Client
+	// Manifests caches the plugin's describe (its ABI version and manifest) by the
+	// module's sha256, so that a later load runs none of its code. Nil describes it at
+	// every load, as does a plugin with directory grants.
+	Manifests *manifests.Cache
 }
 
 // DefaultInputTimeout is how long a call waits for an answer to a request for input
@@ -138,29 +143,70 @@ type Tool struct {
 }
 
 // Load verifies, compiles and describes one plugin. On error nothing stays loaded.
-func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error) {
+// With s.Manifests, a module described before is not run: its manifest comes from the
+// cache, and only compiling and checking it remain.
+func Load(ctx context.Context, e *sandbox.Engine, s Spec) (*Plugin, error) {
 	b, err := os.ReadFile(s.Path)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", s.Name, err)
 	}
 	sum := sha256.Sum256(b)
-	if got := hex.EncodeToString(sum[:]); got != s.SHA256 {
+	got := hex.EncodeToString(sum[:])
+	if got != s.SHA256 {
 		return nil, fmt.Errorf("plugin %q: %s has sha256 %s, but config pins %s; refusing to load it (update sha256 in config only if you trust the new file)",
 			s.Name, s.Path, got, s.SHA256)
 	}
+	limits := s.Limits.WithDefaults()
 	// Checked here, before a worker starts, so that the error is typed on both paths.
-	if err := sandbox.CheckInitialMemory(s.Name, b, s.Limits.WithDefaults().MemoryMiB); err != nil {
+	if err := sandbox.CheckInitialMemory(s.Name, b, limits.MemoryMiB); err != nil {
 		return nil, err
 	}
-	var m Runner
-	if s.Workers != nil {
-		m, err = s.Workers.Load(ctx, worker.Spec{Name: s.Name, Wasm: b, Limits: s.Limits, Grants: s.Grants,
-			Processes: s.Processes, MaxConcurrent: s.Admission.WithDefaults(s.Limits.MemoryMiB).MaxConcurrent})
-	} else {
-		m, err = e.Load(ctx, sandbox.Spec{Name: s.Name, Wasm: b, Limits: s.Limits, Grants: s.Grants})
+	var key manifests.Key
+	var cached []byte
+	cache := s.Manifests
+	if len(s.Grants.Dirs) > 0 {
+		cache = nil // its describe may read the directories, which change
+	}
+	if cache != nil {
+		key = manifests.Key{WasmSHA256: got, ABI: sandbox.ABIVersion, MemoryMiB: limits.MemoryMiB,
+			Timeout: limits.Timeout, Env: s.Grants.Env}
+		cached, _ = cache.Get(key)
+	}
+	p, doc, err := load(ctx, e, s, b, cached)
+	if errors.Is(err, errCachedManifest) {
+		// A manifest the cache holds but this host refuses: a forged entry. The module
+		// itself decides: check its version and describe it.
+		cache.Drop(key, err)
+		cached = nil
+		p, doc, err = load(ctx, e, s, b, nil)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if cache != nil && cached == nil {
+		cache.Put(key, doc)
+	}
+	return p, nil
+}
+
+// errCachedManifest marks a cached manifest that does not parse.
+var errCachedManifest = errors.New("cached manifest refused")
+
+// load loads the module wasm of s and returns it with its manifest. With cached (a
+// manifest the cache holds), it runs none of the module's code; otherwise it checks its
+// ABI version and describes it.
+func load(ctx context.Context, e *sandbox.Engine, s Spec, wasm, cached []byte) (_ *Plugin, _ []byte, err error) {
+	known := cached != nil
+	var m Runner
+	if s.Workers != nil {
+		m, err = s.Workers.Load(ctx, worker.Spec{Name: s.Name, Wasm: wasm, Limits: s.Limits, Grants: s.Grants,
+			Processes: s.Processes, MaxConcurrent: s.Admission.WithDefaults(s.Limits.MemoryMiB).MaxConcurrent,
+			VersionKnown: known})
+	} else {
+		m, err = e.Load(ctx, sandbox.Spec{Name: s.Name, Wasm: wasm, Limits: s.Limits, Grants: s.Grants, VersionKnown: known})
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	m = Limit(s.Name, m, s.Admission)
 	defer func() {
@@ -168,9 +214,11 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 			m.Close(ctx)
 		}
 	}()
-	doc, err := m.Describe(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("describe plugin %q: %w", s.Name, err)
+	doc := cached
+	if doc == nil {
+		if doc, err = m.Describe(ctx); err != nil {
+			return nil, nil, fmt.Errorf("describe plugin %q: %w", s.Name, err)
+		}
 	}
 	p := &Plugin{Name: s.Name, Prefix: s.Prefix, Module: m, Isolated: s.Workers != nil, InputTimeout: s.InputTimeout, Net: s.Net}
 	if p.InputTimeout <= 0 {
@@ -183,9 +231,12 @@ func Load(ctx context.Context, e *sandbox.Engine, s Spec) (_ *Plugin, err error)
 		p.Prefix = s.Name
 	}
 	if p.Tools, err = parseManifest(p, doc); err != nil {
-		return nil, fmt.Errorf("plugin %q: manifest: %w", s.Name, err)
+		if cached != nil {
+			return nil, nil, fmt.Errorf("%w: %w", errCachedManifest, err)
+		}
+		return nil, nil, fmt.Errorf("plugin %q: manifest: %w", s.Name, err)
 	}
-	return p, nil
+	return p, doc, nil
 }
 
 // Close unloads the plugin and drops its idle network connections.

@@ -122,6 +122,11 @@ type Spec struct {
 	Wasm   []byte
 	Limits Limits
 	Grants Grants
+	// VersionKnown says that this host has already seen these bytes report [ABIVersion]
+	// (a cached describe, package plugins/manifests): Load then compiles the module and
+	// checks its imports and exports as always, but runs none of its code. false runs
+	// mcpwh_abi_version once, in a fresh instance.
+	VersionKnown bool
 }
 
 // Module is one loaded plugin: compiled once, and every call starts from a fresh
@@ -144,7 +149,8 @@ type Module struct {
 }
 
 // Load compiles a plugin, checks its imports and exports against the ABI, and checks
-// its ABI version by running it once. Errors name the plugin and say what is wrong.
+// its ABI version by running it once (unless spec.VersionKnown). Errors name the
+// plugin and say what is wrong.
 func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 	limits := spec.Limits.WithDefaults()
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
@@ -225,6 +231,9 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 	}
 	if whyFresh != nil {
 		m.logger.Debug("instances of this plugin are not reused", slog.String("reason", whyFresh.Error()))
+	}
+	if spec.VersionKnown {
+		return m, nil
 	}
 	if err := m.checkVersion(ctx); err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)

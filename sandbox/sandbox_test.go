@@ -79,6 +79,27 @@ func TestLoadRefuses(t *testing.T) {
 	}
 }
 
+// With VersionKnown, Load runs none of the module: no instance, and a module built
+// for another ABI version loads (its version is taken as known). Every other refusal
+// stands: the module is still compiled and checked.
+func TestLoadVersionKnown(t *testing.T) {
+	ctx := context.Background()
+	m, err := engine.Load(ctx, sandbox.Spec{Name: "v2", Wasm: wasm(t, "testdata/wasm/abi_v2.wasm"), VersionKnown: true})
+	if err != nil {
+		t.Fatalf("Load(abi_v2, VersionKnown) = %v", err)
+	}
+	defer m.Close(ctx)
+	if m.Instances() != 0 {
+		t.Errorf("Instances() = %d, want 0", m.Instances())
+	}
+	for _, path := range []string{"testdata/wasm/missing_import.wasm", "testdata/wasm/command.wasm", "testdata/wasm/truncated.wasm"} {
+		if m, err := engine.Load(ctx, sandbox.Spec{Name: "bad", Wasm: wasm(t, path), VersionKnown: true}); err == nil {
+			m.Close(ctx)
+			t.Errorf("Load(%s, VersionKnown) = ok, want refused", path)
+		}
+	}
+}
+
 func TestDescribe(t *testing.T) {
 	m := load(t, "plugins/toolbox/toolbox.wasm", sandbox.Limits{}, sandbox.Grants{})
 	out, err := m.Describe(context.Background())

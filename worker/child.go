@@ -81,6 +81,8 @@ type initDoc struct {
 	// HeapLimitMiB is the Go memory limit (memoryPlan.HeapMiB); 0 leaves the default.
 	HeapLimitMiB uint64    `json:"heapLimitMiB"`
 	Harden       hardening `json:"harden"`
+	// VersionKnown skips running the module's ABI version check (sandbox.Spec.VersionKnown).
+	VersionKnown bool `json:"versionKnown"`
 }
 
 // Serve is a worker: it reads the init frame, loads the plugin, then runs calls until
@@ -151,7 +153,7 @@ func load(ctx context.Context, doc initDoc, wasm []byte, logger *slog.Logger) (*
 		return nil, err
 	}
 	return e.Load(ctx, sandbox.Spec{Name: doc.Name, Wasm: wasm, Limits: doc.Limits,
-		Grants: sandbox.Grants{Env: doc.Env, Dirs: doc.Dirs}})
+		Grants: sandbox.Grants{Env: doc.Env, Dirs: doc.Dirs}, VersionKnown: doc.VersionKnown})
 }
 
 // child is the worker's state: the loaded module and the calls running in it.

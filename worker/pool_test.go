@@ -296,3 +296,40 @@ func TestOutOfOpenFilesNamed(t *testing.T) {
 	}
 	t.Fatal("five calls each held 16 files open within a limit of 69")
 }
+
+// While the supervisor is held, a plugin starts only its first worker; the others
+// start once the hold is released. A plugin unloaded while held starts no more.
+func TestHoldDefersOtherWorkers(t *testing.T) {
+	ctx := context.Background()
+	sup := supervisor(t, worker.Options{})
+	release := sup.Hold()
+	spec := worker.Spec{Name: "textkit", Wasm: wasm(t, "plugins/textkit/textkit.wasm"), Processes: 3}
+	m, err := sup.Load(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+	unloaded, err := sup.Load(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A call while held runs in the first worker.
+	if _, err := m.Describe(ctx); err != nil {
+		t.Fatalf("Describe while held: %v", err)
+	}
+	if m.Starts() != 1 || unloaded.Starts() != 1 {
+		t.Fatalf("while held: Starts() = %d and %d, want 1 each", m.Starts(), unloaded.Starts())
+	}
+	unloaded.Close(ctx)
+	release()
+	release() // a second release changes nothing
+	waitFor(t, "the other workers run", allRunning(m))
+	if m.Starts() != 3 || unloaded.Starts() != 1 {
+		t.Errorf("after release: Starts() = %d and %d, want 3 and 1 (unloaded)", m.Starts(), unloaded.Starts())
+	}
+	// Holding again does not stop workers already running.
+	defer sup.Hold()()
+	if pids := m.PIDs(); len(pids) != 3 {
+		t.Errorf("PIDs() = %v, want 3 workers", pids)
+	}
+}

@@ -71,6 +71,51 @@ type Supervisor struct {
 	command string
 	logger  *slog.Logger
 	events  Events
+
+	mu    sync.Mutex
+	holds int           // Hold calls not yet released
+	free  chan struct{} // closed when the last hold is released
+}
+
+// Hold keeps the plugins' workers beyond the first of each from starting until
+// release is called (each Hold needs its own release; release is idempotent). A
+// server holds while it loads its plugins: the start waits for the first worker of
+// each plugin, and the others, started at once, would take the CPU that the first
+// ones need to compile. Calls keyed to a held worker wait for it.
+func (s *Supervisor) Hold() (release func()) {
+	s.mu.Lock()
+	if s.holds == 0 {
+		s.free = make(chan struct{})
+	}
+	s.holds++
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.holds--; s.holds == 0 {
+				close(s.free)
+			}
+		})
+	}
+}
+
+// unheld waits until no Hold is in force. It reports false if ctx ended first.
+func (s *Supervisor) unheld(ctx context.Context) bool {
+	s.mu.Lock()
+	free := s.free
+	held := s.holds > 0
+	s.mu.Unlock()
+	if !held {
+		return true
+	}
+	select {
+	case <-free:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // NewSupervisor checks the options. It starts nothing: workers start with their plugin.
@@ -127,6 +172,9 @@ type Spec struct {
 	// limit), which sizes each worker's open-file limit (see openFiles); 0 means
 	// [DefaultMaxConcurrent].
 	MaxConcurrent int
+	// VersionKnown: the module's ABI version is known ([sandbox.Spec.VersionKnown]); a
+	// worker then compiles and checks the module but runs none of its code at start.
+	VersionKnown bool
 }
 
 // DefaultMaxConcurrent is what [Spec.MaxConcurrent] 0 means.
@@ -175,7 +223,7 @@ type Module struct {
 }
 
 // Load starts a worker for the plugin and waits until it has compiled the module and
-// checked its ABI version. Errors say what the worker reported.
+// checked its ABI version (unless spec.VersionKnown). Errors say what the worker reported.
 // Each worker is sized (open files, memory) for spec.MaxConcurrent calls at once.
 func (s *Supervisor) Load(ctx context.Context, spec Spec) (*Module, error) {
 	limits := spec.Limits.WithDefaults()
@@ -190,6 +238,7 @@ func (s *Supervisor) Load(ctx context.Context, spec Spec) (*Module, error) {
 			Nice:            WorkerNice,
 			Seccomp:         !s.opts.NoSeccomp,
 		},
+		VersionKnown: spec.VersionKnown,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: encode worker init: %w", spec.Name, err)
@@ -202,7 +251,7 @@ func (s *Supervisor) Load(ctx context.Context, spec Spec) (*Module, error) {
 		return nil, err
 	}
 	// The first worker proved that the plugin loads and warmed the compilation cache;
-	// the others start in the background.
+	// the others start in the background, once no Hold is in force.
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.done, m.cancel = runCtx.Done(), cancel
 	n := spec.Processes
@@ -218,7 +267,12 @@ func (s *Supervisor) Load(ctx context.Context, spec Spec) (*Module, error) {
 			close(sl.up)
 		}
 		m.slots = append(m.slots, sl)
-		m.wg.Go(func() { sl.supervise(runCtx, p) })
+		m.wg.Go(func() {
+			if p == nil && !s.unheld(runCtx) {
+				return // unloaded while held
+			}
+			sl.supervise(runCtx, p)
+		})
 	}
 	return m, nil
 }

@@ -499,3 +499,30 @@ func TestReportCrossesTheBoundary(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// With VersionKnown a worker compiles and checks the module but runs none of it: a
+// module built for another ABI version starts (its version is taken as known), and
+// without it is refused with the reason.
+func TestVersionKnownRunsNothing(t *testing.T) {
+	ctx := context.Background()
+	spec := worker.Spec{Name: "v2", Wasm: wasm(t, "testdata/wasm/abi_v2.wasm"), Processes: 1}
+	if m, err := supervisor(t, worker.Options{}).Load(ctx, spec); err == nil {
+		m.Close(ctx)
+		t.Fatal("Load(abi_v2) = ok, want the version refused")
+	} else if !strings.Contains(err.Error(), "guest ABI version 2") {
+		t.Errorf("Load(abi_v2) = %v, want the version named", err)
+	}
+	spec.VersionKnown = true
+	m := loadSpec(t, worker.Options{}, spec)
+	if m.Instances() != 0 {
+		t.Errorf("Instances() = %d, want 0", m.Instances())
+	}
+	// A broken module is refused all the same.
+	spec.Wasm = wasm(t, "testdata/wasm/truncated.wasm")
+	if m, err := supervisor(t, worker.Options{}).Load(ctx, spec); err == nil {
+		m.Close(ctx)
+		t.Fatal("Load(truncated, VersionKnown) = ok, want refused")
+	} else if !strings.Contains(err.Error(), "is not a valid WebAssembly module") {
+		t.Errorf("Load(truncated, VersionKnown) = %v, want it named invalid", err)
+	}
+}

@@ -652,10 +652,11 @@ func (e *Env) Figure5(ctx context.Context) (*Figure, error) {
 				got += " (" + format(c.Median()) + " ms CPU)"
 			}
 			f.Targets = append(f.Targets, Target{Variant: main, Goal: fmt.Sprintf("start-up < 0.5 s with a warm cache (%d Go plugins)", n), Got: got, Met: m < 500,
-				Why: "plugins load in parallel, but each Go plugin costs about 0.3 s of CPU even on a cache hit (see the one-plugin row; " +
-					"`go test ./bench -bench PluginLoad` with a CPU profile): wazero reads and CRC-checks about 15 MB of cached machine code " +
-					"(about 30%), validates every function of the 3.9 MB module again (about 20%), and describing it instantiates it (about 12%). " +
-					"10 plugins are about 3 s of CPU on 2 cores"})
+				Why: "plugins load in parallel and run no guest code on a warm start (their describes are cached, plugins/manifests; " +
+					"a plugin's other workers start after the load), but each Go plugin still costs about 0.15 s of CPU in the process " +
+					"that compiles it (`go test ./bench -bench PluginLoad` with a CPU profile): wazero's CompileModule decodes and validates " +
+					"every function of the 3.9 MB module (about half) before it reads its cache, and reads about 15 MB of cached machine " +
+					"code; 10 plugins are over 1 s of CPU on 2 cores"})
 		}
 	}
 	return f, nil

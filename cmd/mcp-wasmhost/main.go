@@ -39,6 +39,7 @@ import (
 	"github.com/mcp-wasmhost/mcp-wasmhost/config"
 	"github.com/mcp-wasmhost/mcp-wasmhost/host"
 	"github.com/mcp-wasmhost/mcp-wasmhost/plugins"
+	"github.com/mcp-wasmhost/mcp-wasmhost/plugins/manifests"
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks/boltstore"
@@ -146,12 +147,16 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		}
 	}
 
-	cacheDir, _ := cfg.Server.CompilationCacheDir()
+	cacheDir, cacheOn := cfg.Server.CompilationCacheDir()
 	engine, err := sandbox.NewEngine(ctx, sandbox.Options{CacheDir: cacheDir, Logger: logger})
 	if err != nil {
 		return err
 	}
 	defer engine.Close(context.WithoutCancel(ctx))
+	var described *manifests.Cache
+	if cacheOn {
+		described = openManifests(cacheDir, logger)
+	}
 	// A worker's live heap is small (one compiled module), so the same percentage
 	// would collect after every Go-guest call; workers get four times the server's
 	// target (a Go-guest call in a worker: 8.3-9.4 ms at 200, 7.7-7.9 ms at 800; in
@@ -168,7 +173,10 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	if configured > 0 && len(cfg.Plugins) == 0 && !check {
 		return fmt.Errorf("no plugin could be loaded: %w", errors.Join(unopened...))
 	}
-	loaded, errs := loadEach(ctx, engine, workers, cfg, tel, logger)
+	// The start waits for the first worker of each plugin; the others start after.
+	release := workers.Hold()
+	loaded, errs := loadEach(ctx, engine, workers, described, cfg, tel, logger)
+	release()
 	catalog, refused, err := catalogOf(cfg, loaded, errs, logger)
 	if err != nil && check {
 		printProvenance(stdout, provenance)
@@ -328,18 +336,38 @@ func report(w io.Writer, c *plugins.Catalog, refused []error) error {
 }
 
 // loadPlugins loads every configured plugin, in parallel (tel may be nil: no
-// telemetry). A plugin that fails to load
+// telemetry), describing each afresh. A plugin that fails to load
 // is refused and logged with the reason; the server serves the others. It fails only
 // when plugins were configured and none loaded.
 func loadPlugins(ctx context.Context, e *sandbox.Engine, workers *worker.Supervisor, cfg *config.Config, tel *telemetry, logger *slog.Logger) (*plugins.Catalog, []error, error) {
-	loaded, errs := loadEach(ctx, e, workers, cfg, tel, logger)
+	loaded, errs := loadEach(ctx, e, workers, nil, cfg, tel, logger)
 	return catalogOf(cfg, loaded, errs, logger)
+}
+
+// openManifests opens the cache of plugins' describes beside the compilation cache
+// in dir. A cache that cannot be used is logged, and every plugin is described.
+func openManifests(dir string, logger *slog.Logger) *manifests.Cache {
+	exe, err := os.Executable()
+	var host string
+	if err == nil {
+		host, err = manifests.HostID(exe)
+	}
+	var c *manifests.Cache
+	if err == nil {
+		c, err = manifests.Open(manifests.Options{Dir: filepath.Join(dir, "manifests"), Host: host, Logger: logger})
+	}
+	if err != nil {
+		logger.Warn("plugins are described at every start", "err", err)
+		return nil
+	}
+	return c
 }
 
 // loadEach loads every configured plugin, in parallel: loaded[i] is cfg.Plugins[i],
 // or nil and errs[i] says why it was refused, starting with where the config
-// declares it ("config.toml:12: ...").
-func loadEach(ctx context.Context, e *sandbox.Engine, workers *worker.Supervisor, cfg *config.Config, tel *telemetry, logger *slog.Logger) ([]*plugins.Plugin, []error) {
+// declares it ("config.toml:12: ..."). described caches their describes; nil
+// describes each.
+func loadEach(ctx context.Context, e *sandbox.Engine, workers *worker.Supervisor, described *manifests.Cache, cfg *config.Config, tel *telemetry, logger *slog.Logger) ([]*plugins.Plugin, []error) {
 	loaded := make([]*plugins.Plugin, len(cfg.Plugins))
 	errs := make([]error, len(cfg.Plugins))
 	// Plugins load in parallel, except those pinned to the same file, which load one
@@ -362,6 +390,7 @@ func loadEach(ctx context.Context, e *sandbox.Engine, workers *worker.Supervisor
 				pc := cfg.Plugins[i]
 				start := time.Now()
 				spec := pluginSpec(pc)
+				spec.Manifests = described
 				if !pc.Trusted {
 					spec.Workers = workers
 				}

@@ -578,3 +578,33 @@ func TestCPUProfile(t *testing.T) {
 		t.Errorf("profile body = %d bytes, %v", len(body), err)
 	}
 }
+
+// TestCheckWarmStart: a start caches what each plugin described beside the
+// compilation cache, and the next start, which reads it, offers the same tools. A
+// module that changed is refused even though an entry of the old one is there.
+func TestCheckWarmStart(t *testing.T) {
+	cache := t.TempDir()
+	toml := fmt.Sprintf("[server]\ncache_dir = %q\n\n[tasks]\ndata_dir = %q\n\n", cache, t.TempDir())
+	good := writeConfig(t, toml+pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
+	cold, err := exec.Command(binary, "--config", good, "check").Output()
+	if err != nil || !strings.Contains(string(cold), "textkit_sha256") {
+		t.Fatalf("check(cold) = %v:\n%s", err, cold)
+	}
+	entries, _ := filepath.Glob(filepath.Join(cache, "manifests", "*.json"))
+	if len(entries) != 1 {
+		t.Fatalf("manifest cache holds %v, want one entry", entries)
+	}
+	warm, err := exec.Command(binary, "--config", good, "check").Output()
+	if err != nil || string(warm) != string(cold) {
+		t.Errorf("check(warm) = %v:\n%s\nwant as cold:\n%s", err, warm, cold)
+	}
+	// The same path and pin, but other bytes: the pin refuses it before any cache.
+	path := filepath.Join(t.TempDir(), "textkit.wasm")
+	b, _ := os.ReadFile(testenv.Path("plugins/textkit/textkit.wasm"))
+	os.WriteFile(path, b[:len(b)/2], 0o644)
+	sum := testenv.Spec(t, "textkit", "plugins/textkit/textkit.wasm").SHA256
+	bad := writeConfig(t, toml+fmt.Sprintf("[[plugins]]\nname = \"textkit\"\npath = %q\nsha256 = %q\n", path, sum))
+	if out, err := exec.Command(binary, "--config", bad, "check").CombinedOutput(); err == nil || !strings.Contains(string(out), "refusing to load it") {
+		t.Errorf("check(changed module) = %v:\n%s", err, out)
+	}
+}

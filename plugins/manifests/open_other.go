@@ -1,0 +1,5 @@
+//go:build !unix
+
+package manifests
+
+const openFlags = 0
