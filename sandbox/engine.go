@@ -244,8 +244,10 @@ func (e *Engine) Load(ctx context.Context, spec Spec) (_ *Module, err error) {
 // Limits returns the plugin's limits with defaults filled in.
 func (m *Module) Limits() Limits { return m.limits }
 
-// Instances returns how many instances of the module have been created so far.
-func (m *Module) Instances() int64 { return m.instances.Load() }
+// Instances returns how many times the module's code has been started so far (the
+// version check, describes and calls): each in a fresh instance or in a kept one
+// restored to the starting state ([Module.Reused] counts those).
+func (m *Module) Instances() int64 { return m.instances.Load() + m.kept.reused.Load() }
 
 // Live returns how many instances of the module serve a call now; idle kept instances
 // (kept.go) are not counted.

@@ -14,6 +14,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -225,7 +228,7 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 		plugin{"ft", "testdata/wasm/fetcher.wasm", "trusted = true"},
 		plugin{"jobs", "plugins/jobs/jobs.wasm", fmt.Sprintf("env = { JOBS_URL = %q }", up.URL)},
 		plugin{"textkit", "plugins/textkit/textkit.wasm", ""})
-	c, cmd, _ := serve(t, file, func(r *jsonrpc.Request) (any, error) {
+	c, cmd, log := serve(t, file, func(r *jsonrpc.Request) (any, error) {
 		<-block // the parked task's question is never answered during the test
 		return nil, errors.New("no")
 	})
@@ -249,12 +252,18 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 	eventually(t, "every worker started", func() bool {
 		return sumOf(scrape(t, addr), "mcpwh_worker_starts_total{") >= 6
 	})
+	// One of textkit's: a jobs worker holds the parked task, which the checks below
+	// count.
 	var textkitPID int
-	for _, pid := range testenv.Children(cmd.Process.Pid) {
-		textkitPID = pid // any worker will do; the last one listed
+	started := regexp.MustCompile(`msg="worker started" plugin=textkit pid=(\d+)`)
+	for _, m := range started.FindAllStringSubmatch(log.String(), -1) {
+		pid, _ := strconv.Atoi(m[1])
+		if slices.Contains(testenv.Children(cmd.Process.Pid), pid) {
+			textkitPID = pid
+		}
 	}
 	if textkitPID == 0 {
-		t.Fatal("no worker process found")
+		t.Fatalf("no live textkit worker process found in the log:\n%s", log)
 	}
 	before := scrape(t, addr)
 	if err := syscall.Kill(textkitPID, syscall.SIGKILL); err != nil {
