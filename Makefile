@@ -93,7 +93,7 @@ test: interop-deps conformance-deps
 	conformance/alpha/run.sh
 
 # bench runs every benchmark figure against the real binaries and the native peers
-# (bench/peers) and writes docs/BENCHMARKS.md (about 10 minutes on 2 cores).
+# (bench/peers) and writes docs/BENCHMARKS.md (about 25 minutes on 2 cores).
 bench:
 	go run ./bench/cmd/benchall -out docs/BENCHMARKS.md
 
