@@ -17,11 +17,11 @@ import (
 // the in-process cost of a fresh C-guest instance through the sandbox itself.
 func (e *Env) Figure11(ctx context.Context) (*Figure, error) {
 	d := pick(e, 3*time.Second, 300*time.Millisecond)
-	f := &Figure{N: 11, Title: "Sync tools/call throughput at c=16 and the cost of a fresh instance, vs the native peers",
+	f := &Figure{N: 11, Title: "Sync tools/call throughput at c=16 and the cost of a C-guest call in process, vs the native peers",
 		What: fmt.Sprintf("16 workers call the trivial tool synchronously, back to back, for %s (over stdio on one shared connection, over HTTP "+
 			"one session each); calls per second and the server's CPU time per call, its worker processes included. "+
 			"Bare wazero: this process instantiating textkit and calling mcpwh_call on one goroutine (harness.Bare), CPU per call. "+
-			"Sandbox: sandbox.Module.Call of textkit_ping in this process (a fresh instance per call, every limit, the real host functions), median per call.", d),
+			"Sandbox: sandbox.Module.Call of textkit_ping in this process (every call in its starting state: a kept instance restored exactly, or a fresh one; every limit, the real host functions), median per call.", d),
 		Baseline:  "mcp-go v1.2.1 and the TypeScript SDK 1.32.2 serving the same tool natively, same client, same run.",
 		Reproduce: "go run ./bench/cmd/benchall -figures 11"}
 	servers := make([]Server, 0, 4)
@@ -78,7 +78,7 @@ func (e *Env) Figure11(ctx context.Context) (*Figure, error) {
 		if err != nil {
 			return nil, err
 		}
-		f.add("sandbox, in process, C guest: fresh instance + call, p50", "us", percentile(lat, 0.5))
+		f.add("sandbox, in process, C guest: instance in its starting state + call, p50", "us", percentile(lat, 0.5))
 	}
 	peers := e.Peers()
 	mcpgo, ts := peers[0].Name, peers[1].Name
@@ -91,7 +91,7 @@ func (e *Env) Figure11(ctx context.Context) (*Figure, error) {
 		if r := f.find(fmt.Sprintf("%s / %s, %s, c=16", main, ts, Stdio)); r != nil {
 			m := r.Median()
 			f.Targets = append(f.Targets, Target{Variant: main, Goal: "sync tools/call, stdio c=16, C guest: >= 2x the TS SDK's rate",
-				Got: format(m) + "x", Met: m >= 2, Why: "see the server CPU per call against mcp-go's plus the bare-wazero floor, and the profile shares in docs/BENCHMARKS.md's notes"})
+				Got: format(m) + "x", Met: m >= 2, Why: "the server spends its CPU per call mostly in the go-sdk (half of it in a --cpu-profile of this load), decoding every message and its params with a new decoder and a 32 KiB buffer each (docs/upstream/go-sdk-json-decoder.md); the TS SDK's JSON is native"})
 		}
 		ours, peer, floor := f.find(fmt.Sprintf("%s, %s, c=16, server CPU per call", main, Stdio)),
 			f.find(fmt.Sprintf("%s, %s, c=16, server CPU per call", mcpgo, Stdio)), f.find("bare wazero, C guest, CPU per call")
@@ -103,11 +103,11 @@ func (e *Env) Figure11(ctx context.Context) (*Figure, error) {
 				Why: "what is left above the floor is the protocol (go-sdk decoding and encoding each message), the argument and result checks, and in worker mode the frames to and from the worker process"})
 		}
 	}
-	if r := f.find("sandbox, in process, C guest: fresh instance + call, p50"); r != nil {
+	if r := f.find("sandbox, in process, C guest: instance in its starting state + call, p50"); r != nil {
 		m := r.Median()
 		f.Targets = append(f.Targets, Target{Variant: "sandbox, in process", Goal: "C-guest instance: instantiate + call < 10 us in process",
 			Got: format(m) + " us", Met: m < 10,
-			Why: "a fresh wazero instance of the module on every call: instantiating it (memory, globals, tables, the WASI state) is most of the time; see sandbox.BenchmarkCall"})
+			Why: "the instance is kept and restored (sandbox/kept.go); what remains is wazero's per-call context watcher (WithCloseOnContextDone), copying the 64 KiB image back and the call's clock; see BenchmarkCall in sandbox"})
 	}
 	return f, nil
 }
@@ -196,5 +196,5 @@ func atLeastPeer(f *Figure, main, what, where string) []Target {
 	m := r.Median()
 	return []Target{{Variant: main, Goal: fmt.Sprintf("%s at least mcp-go's rate, %s", what, where),
 		Got: format(m) + "x", Met: m >= 1,
-		Why: "compare the server CPU per operation rows: the go-sdk's per-message decoding and its Streamable HTTP handler, and for tasks a fresh instance per call, are the difference"}}
+		Why: "compare the server CPU per operation rows: the go-sdk's per-message decoding (docs/upstream/go-sdk-json-decoder.md) and its Streamable HTTP handler are the difference"}}
 }

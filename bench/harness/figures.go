@@ -133,10 +133,9 @@ func (e *Env) Figure1(ctx context.Context) (*Figure, error) {
 		if r := f.find(main + ", stdio, C guest"); r != nil {
 			m := r.Median()
 			f.Targets = append(f.Targets, Target{Variant: main, Goal: "C-guest round trip < 0.3 ms p50 (stdio)", Got: format(m) + " us", Met: m < 300,
-				Why: "the sandbox part is the bare-wazero row (under a tenth). A CPU profile of the server (BenchmarkToolsCall/c/inmemory) puts " +
-					"about 40% in garbage collection and returning memory to the OS, driven by large allocations per message (the go-sdk's " +
-					"JSON decoder takes a 32 KiB buffer per decode) and a fresh guest memory per call; about 12% in the go-sdk's JSON decoding; " +
-					"under 10% in wazero instantiating and running the guest. Client and server share the 2 cores"})
+				Why: "the sandbox part is the bare-wazero row (under a tenth). A CPU profile of the server (--cpu-profile, sync calls over stdio) puts " +
+					"half of its CPU under the go-sdk, about 15% in the garbage collector's mark workers and 23% in allocation, driven by the " +
+					"go-sdk's JSON decoder taking a 32 KiB buffer per decode (docs/upstream/go-sdk-json-decoder.md). Client and server share the 2 cores"})
 		}
 	}
 	return f, nil
@@ -268,7 +267,7 @@ func (e *Env) Figure2(ctx context.Context) (*Figure, error) {
 			}
 		}
 		why := "each task is at least two requests (create, then polls) through the go-sdk (JSON decoding with a 32 KiB buffer per message, GC), " +
-			"a fresh guest instance and the task manager; client and server share the 2 cores"
+			"a guest instance per task (kept and restored for textkit) and the task manager; client and server share the 2 cores"
 		if r := f.find(fmt.Sprintf("%s, %s, server CPU per task", main, bestLabel2(bestLabel))); r != nil && r.Median() > 0 {
 			why = fmt.Sprintf("the server alone spends %s us of CPU per task there, so even with both cores to itself it would stop near %s/s; ",
 				format(r.Median()), format(2e6/r.Median())) + why
