@@ -290,19 +290,8 @@ func (s *scanner) object(depth int, member func(key []byte, escaped bool, raw []
 		if member != nil {
 			member(key, escaped, s.b[start:s.i:s.i])
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return scanInvalid
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			s.ws()
-		case '}':
-			s.i++
-			return scanOK
-		default:
-			return scanInvalid
+		if done, r := s.next('}'); done {
+			return r
 		}
 	}
 }
@@ -321,21 +310,30 @@ func (s *scanner) array(depth int) scanResult {
 		if r := s.value(depth); r != scanOK {
 			return r
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return scanInvalid
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			s.ws()
-		case ']':
-			s.i++
-			return scanOK
-		default:
-			return scanInvalid
+		if done, r := s.next(']'); done {
+			return r
 		}
 	}
+}
+
+// next reads what follows a member or an element: a comma and the space after it (not
+// done), or close, which ends the object or array (done, scanOK); anything else is
+// invalid (done).
+func (s *scanner) next(close byte) (done bool, r scanResult) {
+	s.ws()
+	if s.i >= len(s.b) {
+		return true, scanInvalid
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		s.ws()
+		return false, scanOK
+	case close:
+		s.i++
+		return true, scanOK
+	}
+	return true, scanInvalid
 }
 
 // str scans a string at s.i (which is '"'); escaped reports a backslash in it.
