@@ -2,17 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
 )
 
 // TestWorkerProfileDir: with [server] worker_profile_dir the server's workers each
@@ -21,14 +15,7 @@ func TestWorkerProfileDir(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeConfig(t, strings.Replace(serverTOML(t), "[server]\n", fmt.Sprintf("[server]\nworker_profile_dir = %q\n", dir), 1)+
 		pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
-	cmd := exec.Command(binary, "--config", cfg)
-	stderr := &testenv.SyncBuffer{}
-	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr)
-	}
+	cs, stderr := connectStdio(t, "--config", cfg)
 	if got := callText(t, cs, "textkit_ping", map[string]any{}); got == "" {
 		t.Fatal("textkit_ping answered nothing")
 	}
