@@ -27,3 +27,10 @@ func (s *Server) WaitTask(ctx context.Context, owner, id, status string) error {
 		}
 	}
 }
+
+// SetHotPath turns the hot path (hotpath.go) on or off: off, every request goes
+// through the SDK.
+func (s *Server) SetHotPath(on bool) { s.noHotPath = !on }
+
+// HotServed is how many requests the hot path answered.
+func (s *Server) HotServed() int64 { return s.hotServed.Load() }

@@ -150,6 +150,8 @@ func (t *liftTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	lc := &liftConn{Connection: c, srv: t.srv}
+	lc.hot.ctx, lc.hot.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	lc.hot.calls = map[jsonrpc.ID]bool{}
 	t.srv.addStream(lc)
 	t.mu.Lock()
 	t.last = lc
@@ -162,23 +164,40 @@ type liftConn struct {
 	srv  *Server
 	once sync.Once
 	ext  atomic.Bool // its session chose the Tasks extension (extensionSession)
+
+	mu  sync.Mutex
+	hot hotConn // the requests answered below the SDK (hotpath.go)
+}
+
+// setSession records the session the SDK made of the connection: from then on the
+// connection answers hot requests itself.
+func (c *liftConn) setSession(ss *mcp.ServerSession) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hot.ss = ss
 }
 
 func (c *liftConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok {
-		req.Params = liftParams(req.Method, req.Params)
-		c.liftListen(req)
-		if req.Method == "initialize" {
-			var p mcp.InitializeParams
-			c.ext.Store(json.Unmarshal(req.Params, &p) == nil && extensionSession(&p))
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if req, ok := msg.(*jsonrpc.Request); ok {
+			req.Params = liftParams(req.Method, req.Params)
+			c.liftListen(req)
+			if req.Method == "initialize" {
+				var p mcp.InitializeParams
+				c.ext.Store(json.Unmarshal(req.Params, &p) == nil && extensionSession(&p))
+			}
+			if c.readHot(req) {
+				continue
+			}
 		}
+		return msg, err
 	}
-	return msg, err
 }
 
 func (c *liftConn) Close() error {
 	c.once.Do(func() {
+		c.hot.cancel()
 		c.srv.removeStream(c)
 		c.srv.listens.drop(c)
 	})

@@ -639,6 +639,7 @@ func (c *liftConn) liftListen(req *jsonrpc.Request) {
 // cancelled, which gets none.
 func (c *liftConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+		c.answered(resp.ID)
 		if id, err := json.Marshal(resp.ID.Raw()); err == nil {
 			mute := c.srv.listens.answered(c, string(id))
 			if mute {

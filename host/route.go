@@ -185,27 +185,35 @@ func taskRequest(p *mcp.CallToolParamsRaw) (*taskParams, error) {
 // the caller's wire, which refuses those it does not have.
 func (s *Server) registerTaskMethods() error {
 	return errors.Join(
-		mcp.AddReceivingCustomMethod(s.mcp, "tasks/get", func(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
-			c := callerFrom(ctx, ss)
-			return c.wire.get(ctx, s, c, p)
-		}),
+		mcp.AddReceivingCustomMethod(s.mcp, "tasks/get", s.taskGet),
 		mcp.AddReceivingCustomMethod(s.mcp, "tasks/result", func(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
 			c := callerFrom(ctx, ss)
 			return c.wire.result(ctx, s, ss, c, p)
 		}),
-		mcp.AddReceivingCustomMethod(s.mcp, "tasks/list", func(ctx context.Context, ss *mcp.ServerSession, p *listTasksParams) (mcp.Result, error) {
-			c := callerFrom(ctx, ss)
-			return c.wire.list(ctx, s, c, p)
-		}),
-		mcp.AddReceivingCustomMethod(s.mcp, "tasks/cancel", func(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
-			c := callerFrom(ctx, ss)
-			return c.wire.cancel(ctx, s, c, p)
-		}),
+		mcp.AddReceivingCustomMethod(s.mcp, "tasks/list", s.taskList),
+		mcp.AddReceivingCustomMethod(s.mcp, "tasks/cancel", s.taskCancel),
 		mcp.AddReceivingCustomMethod(s.mcp, "tasks/update", func(ctx context.Context, ss *mcp.ServerSession, p *updateParams) (mcp.Result, error) {
 			c := callerFrom(ctx, ss)
 			return c.wire.update(ctx, s, c, p)
 		}),
 	)
+}
+
+// taskGet, taskList and taskCancel answer those methods through the caller's wire,
+// for the SDK and for the hot path (hotpath.go) alike.
+func (s *Server) taskGet(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
+	c := callerFrom(ctx, ss)
+	return c.wire.get(ctx, s, c, p)
+}
+
+func (s *Server) taskList(ctx context.Context, ss *mcp.ServerSession, p *listTasksParams) (mcp.Result, error) {
+	c := callerFrom(ctx, ss)
+	return c.wire.list(ctx, s, c, p)
+}
+
+func (s *Server) taskCancel(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
+	c := callerFrom(ctx, ss)
+	return c.wire.cancel(ctx, s, c, p)
 }
 
 // toolFields fills a tools/call's audit line: the tool and its arguments' digest.

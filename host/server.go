@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	oteltrace "go.opentelemetry.io/otel/trace"
@@ -109,6 +110,10 @@ type Server struct {
 
 	mu      sync.Mutex
 	streams map[*liftConn]bool // open stream connections, for notifications
+
+	sdkLog    *slog.Logger // the SDK's logger: warnings and errors only
+	noHotPath bool         // every request goes through the SDK (hotpath.go); for tests
+	hotServed atomic.Int64 // requests the hot path answered
 }
 
 // New creates a server offering every tool in catalog.
@@ -125,8 +130,9 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}, states: newStateSigner(opts.StateKey, opts.Nonces),
 		resumable: opts.ResumableStreams, limits: limitsOf(opts), authorize: opts.Authorize, statuses: newStatusQueue(),
 		quotas: newQuotas(opts), audit: opts.Audit, metrics: opts.Metrics, tracer: opts.Tracer, reportMeta: opts.ReportMeta}
+	s.sdkLog = slog.New(minLevel{opts.Logger.Handler(), slog.LevelWarn})
 	sopts := &mcp.ServerOptions{
-		Logger:                    slog.New(minLevel{opts.Logger.Handler(), slog.LevelWarn}),
+		Logger:                    s.sdkLog,
 		SupportedProtocolVersions: ProtocolVersions,
 		Capabilities: &mcp.ServerCapabilities{
 			Logging: &mcp.LoggingCapabilities{},
@@ -287,14 +293,39 @@ func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteC
 		stop()
 	})
 	defer ended()
-	return s.mcp.Run(run, lt)
+	// As mcp.Server.Run, keeping the session for the hot path (hotpath.go).
+	ss, err := s.mcp.Connect(run, lt, nil)
+	if err != nil {
+		return err
+	}
+	lt.conn().setSession(ss)
+	closed := make(chan error, 1)
+	go func() { closed <- ss.Wait() }()
+	select {
+	case <-run.Done():
+		ss.Close()
+		<-closed
+		s.sdkLog.Error("server run cancelled", "error", run.Err())
+		return run.Err()
+	case err := <-closed:
+		if err != nil {
+			s.sdkLog.Error("server session ended with error", "error", err)
+		}
+		return err
+	}
 }
 
 // Connect serves one client over a stream transport t (such as in-memory), as stdio is
 // served: the client is the local user. It is how tests and embedders use other
 // transports.
 func (s *Server) Connect(ctx context.Context, t mcp.Transport) (*mcp.ServerSession, error) {
-	return s.mcp.Connect(ctx, &liftTransport{inner: t, srv: s}, nil)
+	lt := &liftTransport{inner: t, srv: s}
+	ss, err := s.mcp.Connect(ctx, lt, nil)
+	if err != nil {
+		return nil, err
+	}
+	lt.conn().setSession(ss)
+	return ss, nil
 }
 
 func (s *Server) addStream(c *liftConn) {
