@@ -471,6 +471,9 @@ func (s *Server) toolResult(ctx context.Context, t *plugins.Tool, out []byte, er
 	if err != nil {
 		return s.failure(ctx, t, err)
 	}
+	if res, ok := fastToolResult(out); ok {
+		return res, nil
+	}
 	res := &mcp.CallToolResult{}
 	if err := json.Unmarshal(out, res); err != nil {
 		return s.failure(ctx, t, &sandbox.GuestError{Kind: sandbox.KindOutput,
