@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -307,5 +311,166 @@ func TestResumeAsksAgain(t *testing.T) {
 	b.MustCall("tasks/result", map[string]any{"taskId": id}, &res)
 	if got := res.StructuredContent; got.Passed != 6 || got.Resumes != 1 || got.ResumedFrom != 3 || asked != 1 {
 		t.Errorf("after the resume: %+v, asked %d times; want 6 passed, resumed once from case 3, asked once", got, asked)
+	}
+}
+
+// TestTaskLogListen2026: on the stateless 2026-07-28 wire with the Tasks extension, a
+// task's CreateTaskResult names its log in _meta; a subscriptions/listen naming that
+// URI is acknowledged, then told each time the log grows (at most every 100 ms), each
+// notification tagged with the listen's subscription ID; and resources/read returns
+// the log while the task works.
+func TestTaskLogListen2026(t *testing.T) {
+	url, serverLog := startHTTP(t, longrunConfig(t, ""))
+	defer func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", serverLog)
+		}
+	}()
+	c := &mcptest.Stateless{URL: url, Caps: mcptest.TasksExtension()}
+	res, err := c.Call("tools/call", map[string]any{"name": "longrun_testrun", "arguments": map[string]any{"cases": 40, "case_ms": 50}}, nil)
+	if err != nil || res.Error != nil {
+		t.Fatalf("tools/call = %+v, %v", res, err)
+	}
+	var created struct {
+		ResultType string            `json:"resultType"`
+		TaskID     string            `json:"taskId"`
+		Meta       map[string]string `json:"_meta"`
+	}
+	json.Unmarshal(res.Result, &created)
+	uri := created.Meta["io.github.mcp-wasmhost/log"]
+	if created.ResultType != "task" || uri != "mcp-wasmhost://tasks/"+created.TaskID+"/log" {
+		t.Fatalf("tools/call = %s; want a task whose _meta names its log", res.Result)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	resp := rawPost(ctx, t, http.DefaultClient, url, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"},
+		map[string]any{"jsonrpc": "2.0", "id": "log", "method": "subscriptions/listen", "params": map[string]any{
+			"notifications": map[string]any{"resourceSubscriptions": []string{uri}},
+			"_meta": map[string]any{
+				"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+				"io.modelcontextprotocol/clientCapabilities": mcptest.TasksExtension(),
+			}}})
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("subscriptions/listen = HTTP %d %s, want an event stream", resp.StatusCode, ct)
+	}
+	type message struct {
+		Method string `json:"method"`
+		Params struct {
+			URI           string         `json:"uri"`
+			Notifications map[string]any `json:"notifications"`
+			Meta          map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	messages := make(chan message, 256)
+	go func() {
+		defer close(messages)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m message
+				if json.Unmarshal([]byte(data), &m) != nil {
+					continue
+				}
+				select {
+				case messages <- m:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	nextMessage := func() message {
+		t.Helper()
+		select {
+		case m, ok := <-messages:
+			if !ok {
+				t.Fatal("the listen's stream ended")
+			}
+			return m
+		case <-time.After(30 * time.Second):
+			t.Fatal("no message on the listen's stream within 30 s")
+		}
+		return message{}
+	}
+	ack := nextMessage()
+	if ack.Method != "notifications/subscriptions/acknowledged" || ack.Params.Meta["io.modelcontextprotocol/subscriptionId"] != "log" ||
+		!strings.Contains(fmt.Sprint(ack.Params.Notifications["resourceSubscriptions"]), uri) {
+		t.Fatalf("first message on the listen = %+v, want the acknowledgement of subscription \"log\" naming %s", ack, uri)
+	}
+	for updates := 0; updates < 2; {
+		m := nextMessage()
+		if m.Method != "notifications/resources/updated" {
+			continue
+		}
+		if m.Params.URI != uri || m.Params.Meta["io.modelcontextprotocol/subscriptionId"] != "log" {
+			t.Fatalf("update %+v; want the log's URI, tagged with subscription \"log\"", m)
+		}
+		updates++
+	}
+
+	read, err := c.Call("resources/read", map[string]any{"uri": uri}, nil)
+	if err != nil || read.Error != nil {
+		t.Fatalf("resources/read = %+v, %v", read, err)
+	}
+	var page struct {
+		Contents []struct {
+			Text string                    `json:"text"`
+			Meta map[string]map[string]any `json:"_meta"`
+		} `json:"contents"`
+	}
+	json.Unmarshal(read.Result, &page)
+	if len(page.Contents) != 1 || page.Contents[0].Meta["io.github.mcp-wasmhost/log"]["status"] != "working" ||
+		!strings.HasPrefix(page.Contents[0].Text, "case 1: PASS\n") {
+		t.Errorf("resources/read of the log = %s; want its first cases while the task works", read.Result)
+	}
+
+	// The task completes; its log was told as it grew, about every 100 ms over 2 s.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		got, err := c.Call("tasks/get", map[string]any{"taskId": created.TaskID}, nil)
+		if err != nil || got.Error != nil {
+			t.Fatalf("tasks/get = %+v, %v", got, err)
+		}
+		var task struct {
+			Status string `json:"status"`
+		}
+		json.Unmarshal(got.Result, &task)
+		if task.Status == "completed" {
+			break
+		}
+		if task.Status != "working" || time.Now().After(deadline) {
+			t.Fatalf("task = %s, want it to complete", got.Result)
+		}
+	}
+}
+
+// TestCheckpointBounds: a checkpoint over [tasks] max_checkpoint_kib, or over the
+// ABI's 1 MiB, is refused with FAILED and a reason that the guest reads (journal.c
+// puts it in its result); checkpoint_save params over the ABI's bound (1 MiB in
+// base64, plus 4 KiB) are refused with TOO_LARGE before the host reads them.
+func TestCheckpointBounds(t *testing.T) {
+	cfg := appendPlugin(t, longrunConfig(t, "max_checkpoint_kib = 1"), pluginTOML(t, "journal", "testdata/wasm/journal.wasm", ""))
+	c := mcptest.Dial(t, &mcp.CommandTransport{Command: exec.Command(binary, "--config", cfg)}, nil)
+	for _, tc := range []struct {
+		size int
+		want string
+	}{
+		{1024, "done"},
+		{1025, "checkpoint 1 failed: FAILED: checkpoint_save: a checkpoint of 1025 bytes is larger than the 1024 bytes a task may keep"},
+		{1<<20 + 1, "checkpoint 1 failed: FAILED: checkpoint_save: a checkpoint of 1048577 bytes is larger than the ABI's 1048576"},
+		{1<<20 + 4<<10, "checkpoint 1 failed: TOO_LARGE"},
+	} {
+		task := c.CreateTask("journal_repeat", map[string]any{"op": "checkpoint", "count": 1, "size": tc.size}, map[string]any{"ttl": 60000}, nil)
+		var res struct {
+			IsError bool `json:"isError"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		c.MustCall("tasks/result", map[string]any{"taskId": task.TaskID}, &res)
+		if len(res.Content) != 1 || res.Content[0].Text != tc.want || res.IsError != (tc.want != "done") {
+			t.Errorf("checkpoint of %d bytes = %+v; want %q", tc.size, res, tc.want)
+		}
 	}
 }

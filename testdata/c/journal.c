@@ -4,8 +4,9 @@
  * progress notifications, task log lines, or checkpoints of `size` bytes; "step"
  * does both of the last two per step, a log line and a checkpoint, as a test
  * runner that checkpoints after each case does. The tool is resumable, as
- * checkpoints need. A host call that fails ends the call with an error result
- * naming the call, its status and, for FAILED, the host's reason.
+ * checkpoints need. A size up to 2 MiB lets tests go past the ABI's 1 MiB bound.
+ * A host call that fails ends the call with an error result naming the call, its
+ * status and, for FAILED, the host's reason.
  */
 #include "mcpwh.h"
 
@@ -18,7 +19,7 @@ static int32_t describe(void)
         "or count steps of a log line and a checkpoint each (step).\","
         "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"op\":{\"enum\":[\"progress\",\"log\",\"checkpoint\",\"step\"]},"
         "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100000},"
-        "\"size\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1048576}},\"required\":[\"op\",\"count\"]},"
+        "\"size\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2097152}},\"required\":[\"op\",\"count\"]},"
         "\"execution\":{\"taskSupport\":\"required\",\"resumable\":true}}]}");
 }
 
