@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -174,10 +175,70 @@ func lastCase(text string) int {
 	return last
 }
 
+// resumedLog is a log that a resumed task's guest wrote over its two runs: steps
+// holds how often each step (a testrun case, a crunch position) was logged, last the
+// highest one logged before the resume, and at the step the resume said it started
+// from.
+type resumedLog struct {
+	steps    map[int64]int
+	last, at int64
+}
+
+// readResumedLog reads log: step matches one step's line, resumed the line the
+// guest writes when it starts again; each has the step number as its first group.
+func readResumedLog(t *testing.T, log string, step, resumed *regexp.Regexp) resumedLog {
+	t.Helper()
+	loc := resumed.FindStringSubmatchIndex(log)
+	if loc == nil {
+		t.Fatalf("log = %q; want a line saying where the task resumed", log)
+	}
+	r := resumedLog{steps: map[int64]int{}}
+	r.at, _ = strconv.ParseInt(log[loc[2]:loc[3]], 10, 64)
+	for i, part := range []string{log[:loc[0]], log[loc[1]:]} {
+		for _, m := range step.FindAllStringSubmatch(part, -1) {
+			n, _ := strconv.ParseInt(m[1], 10, 64)
+			r.steps[n]++
+			if i == 0 {
+				r.last = max(r.last, n)
+			}
+		}
+	}
+	return r
+}
+
+// redone is the steps the log shows done twice: once before the resume, again after.
+func (r resumedLog) redone() []int64 {
+	var twice []int64
+	for n, c := range r.steps {
+		if c > 1 {
+			twice = append(twice, n)
+		}
+	}
+	slices.Sort(twice)
+	return twice
+}
+
+// waitResumed polls tasks/get until the task is working with the statusMessage of a
+// task resumed from its last checkpoint; it fails if the task ends first.
+func waitResumed(t *testing.T, c *mcptest.Client, id string) mcptest.Task {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		got := c.Get(id)
+		if got.Status == "working" && strings.HasPrefix(got.StatusMessage, "resumed from its last checkpoint after the server running it stopped (resume 1 of at most 3)") {
+			return got
+		}
+		if got.Status != "working" || time.Now().After(deadline) {
+			t.Fatalf("task %s is %s (%q); want it working, resumed from its last checkpoint", id, got.Status, got.StatusMessage)
+		}
+	}
+}
+
 // TestResumeAfterSIGKILL: the server is killed (SIGKILL) while a resumable task runs;
-// the next server on the same store resumes it from its last checkpoint and it
-// completes with the right totals, having redone at most the case that was running.
-// A task of a tool that is not resumable fails with the reason, as before.
+// the next server on the same store resumes it from its last checkpoint, saying so in
+// its statusMessage while it works, and it completes with the right totals. The log,
+// which survives the kill, shows the cases the guest ran twice: at most one (one
+// checkpoint interval), the one it logged but had not checkpointed when it was
+// killed. A task of a tool that is not resumable fails with the reason, as before.
 func TestResumeAfterSIGKILL(t *testing.T) {
 	cfg := longrunConfig(t, "")
 	cfg = appendPlugin(t, cfg, pluginTOML(t, "toolbox", "plugins/toolbox/toolbox.wasm", ""))
@@ -196,6 +257,7 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	reached := lastCase(before.Text)
 
 	b, _ := start()
+	resumed := waitResumed(t, b, id)
 	var res struct {
 		StructuredContent struct {
 			Cases, Passed, Failed, ResumedFrom, Resumes int
@@ -207,21 +269,92 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	if got.Passed != 54 || got.Failed != 6 || got.Resumes != 1 {
 		t.Errorf("resumed testrun = %+v; want 54 passed, 6 failed, resumed once", got)
 	}
-	// The log the killed server last showed reached case `reached` (at least); the
-	// run resumed at the case after its last checkpoint.
-	redone := reached - got.ResumedFrom + 1
-	if got.ResumedFrom < reached || redone > 1 {
-		t.Errorf("resumed from case %d after the log showed case %d: redid %d cases, want at most one checkpoint interval (1)", got.ResumedFrom, reached, redone)
-	}
-	t.Logf("killed after case %d; resumed from case %d (redid %d)", reached, got.ResumedFrom, max(redone, 0))
 	log := readLog(t, b, uri).Text
-	if !strings.Contains(log, "resumed at case "+strconv.Itoa(got.ResumedFrom)+" (resume 1)") || !strings.HasSuffix(log, "case 60: FAIL (case 60 is a multiple of 10)\n") {
-		t.Errorf("log after the resume = %q; want the note of the resume and every case to 60", log)
+	if !strings.HasSuffix(log, "case 60: FAIL (case 60 is a multiple of 10)\n") {
+		t.Errorf("log after the resume = %q; want every case to 60", log)
 	}
+	r := readResumedLog(t, log, regexp.MustCompile(`(?m)^case (\d+): `), regexp.MustCompile(`(?m)^resumed at case (\d+) \(resume 1\)$`))
+	redone := r.redone()
+	// testrun logs a case, then checkpoints it: killed between the two, it runs that
+	// case again (redone = [last]); otherwise it goes on with the next (redone = []).
+	if int(r.at) != got.ResumedFrom || r.at < int64(reached) || len(redone) > 1 || r.at != r.last+1-int64(len(redone)) ||
+		len(redone) == 1 && redone[0] != r.last {
+		t.Errorf("killed after case %d (the log showed %d before the kill); resumed from case %d (result: %d), and ran cases %v twice: want at most one checkpoint interval (1 case) redone",
+			r.last, reached, r.at, got.ResumedFrom, redone)
+	}
+	for n := int64(1); n <= 60; n++ {
+		if r.steps[n] == 0 {
+			t.Errorf("case %d is not in the log", n)
+		}
+	}
+	t.Logf("killed after case %d; resumed from case %d, redid %d (statusMessage %q)", r.last, r.at, len(redone), resumed.StatusMessage)
 	lost := b.WaitStatus(plain.TaskID, "failed")
 	if !strings.Contains(lost.StatusMessage, "server running this task stopped") {
 		t.Errorf("task of a tool that is not resumable = %q; want failed with the reason", lost.StatusMessage)
 	}
+}
+
+// fold is longrun crunch's checksum over 1..n (plugins/longrun Fold), recomputed
+// here to check the resumed result.
+func fold(n int64) string {
+	var sum uint64
+	for i := int64(1); i <= n; i++ {
+		v := uint64(i) * 0x9E3779B97F4A7C15
+		v ^= v >> 29
+		sum = sum*6364136223846793005 + v
+	}
+	return fmt.Sprintf("%016x", sum)
+}
+
+// TestResumeCrunchAfterSIGKILL: crunch, killed (SIGKILL) with its server after a few
+// checkpoints, is resumed by the next server on the same data_dir from its last
+// checkpoint (its statusMessage says so while it works) and completes with the
+// checksum of the whole sequence. crunch saves a checkpoint, then logs it: the log
+// that survived the kill shows that no chunk logged before it was folded again,
+// and that the resume started at the last checkpoint logged, or the one after it
+// (saved but not yet logged). So the work lost is at most the chunk that was being
+// folded: less than one checkpoint interval.
+func TestResumeCrunchAfterSIGKILL(t *testing.T) {
+	const n, every = 60_000_000, 4_000_000 // about 15 chunks of 0.2 s
+	cfg := longrunConfig(t, "")
+	start := func() (*mcptest.Client, *exec.Cmd) {
+		cmd := exec.Command(binary, "--config", cfg)
+		return mcptest.Dial(t, &mcp.CommandTransport{Command: cmd}, nil), cmd
+	}
+	a, cmdA := start()
+	id, uri := createLogged(t, a, "longrun_crunch", map[string]any{"n": n, "checkpoint_every": every})
+	waitLogLines(t, a, uri, 2)
+	if err := cmdA.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmdA.Wait()
+	want := fold(n)
+
+	b, _ := start()
+	waitResumed(t, b, id)
+	b.WaitStatus(id, "completed")
+	var res struct {
+		StructuredContent struct {
+			Checksum    string
+			ResumedFrom int64
+			Resumes     int
+		} `json:"structuredContent"`
+	}
+	b.MustCall("tasks/result", map[string]any{"taskId": id}, &res)
+	got := res.StructuredContent
+	if got.Checksum != want || got.Resumes != 1 {
+		t.Errorf("resumed crunch = %+v; want checksum %s, resumed once", got, want)
+	}
+	log := readLog(t, b, uri).Text
+	r := readResumedLog(t, log, regexp.MustCompile(`(?m)^step (\d+) of \d+$`), regexp.MustCompile(`(?m)^resumed at step (\d+) \(resume 1\)$`))
+	if r.at != got.ResumedFrom || r.at == 0 || r.at%every != 0 || r.at < r.last || r.at > r.last+every || len(r.redone()) > 0 {
+		t.Errorf("log %q: resumed at step %d (result: %d) after step %d was logged, and folded steps %v twice; want the last checkpoint, at most one interval (%d) after the last step logged, nothing redone",
+			log, r.at, got.ResumedFrom, r.last, r.redone(), every)
+	}
+	if r.steps[n] != 1 {
+		t.Errorf("log %q; want it to end at step %d", log, n)
+	}
+	t.Logf("killed after step %d was logged; resumed from step %d of %d", r.last, r.at, n)
 }
 
 // TestResumeLimit: a resumable task whose worker process dies under it at every
