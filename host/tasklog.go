@@ -20,10 +20,10 @@ import (
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
 )
 
-// A task's journal (docs/TASKS.md): the live log its guest writes (task_log), which
-// clients read as a resource while the task runs, and the checkpoint a resumable
-// tool's guest saves (checkpoint_save) and reads back after a resume
-// (checkpoint_load).
+// A task's journal (docs/ABI.md, "Task logs and checkpoints"): the live log its
+// guest writes (task_log), which clients read as a resource while the task runs,
+// and the checkpoint a resumable tool's guest saves (checkpoint_save) and reads back
+// after a resume (checkpoint_load).
 const (
 	logURIPrefix = "mcp-wasmhost://tasks/"
 	logURISuffix = "/log"
@@ -33,7 +33,8 @@ const (
 	// logMetaKey names the log's URI in a task's _meta.
 	logMetaKey = "io.github.mcp-wasmhost/log"
 	// maxLogRead bounds the text one resources/read of a log returns; the next read
-	// goes on from the offset its _meta gives.
+	// goes on from the offset its _meta gives (next), and more says whether there is
+	// more to read (docs/ABI.md documents both).
 	maxLogRead = 256 << 10
 	// logNotifyEvery bounds how often a log's subscribers are told it grew: a guest
 	// appending lines in a loop sends one notification per interval, not per line.

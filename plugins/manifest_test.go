@@ -20,6 +20,11 @@ func TestParseManifest(t *testing.T) {
 		{"no schema", `{"tools":[{"name":"a"}]}`, "inputSchema: missing"},
 		{"array schema", `{"tools":[{"name":"a","inputSchema":{"type":"array"}}]}`, `type must be "object"`},
 		{"bad task support", `{"tools":[{"name":"a",` + obj + `,"execution":{"taskSupport":"always"}}]}`, `"always" is not`},
+		{"resumable", `{"tools":[{"name":"a",` + obj + `,"execution":{"taskSupport":"required","resumable":true}}]}`, ""},
+		{"resumable without tasks", `{"tools":[{"name":"a",` + obj + `,"execution":{"resumable":true}}]}`, "execution.resumable needs taskSupport"},
+		{"resumable, guest starts", `{"tools":[{"name":"a",` + obj + `,"execution":{"taskSupport":"optional","taskStart":"guest","resumable":true}}]}`, `needs taskStart "server"`},
+		// Every task has a log; there is nothing to declare.
+		{"task log", `{"tools":[{"name":"a",` + obj + `,"execution":{"taskSupport":"required","taskLog":true}}]}`, `unknown field "taskLog"`},
 		{"remote ref", `{"tools":[{"name":"a","inputSchema":{"type":"object","$ref":"https://example.com/s"}}]}`, "inputSchema"},
 		{"bad output schema", `{"tools":[{"name":"a",` + obj + `,"outputSchema":{"type":"string"}}]}`, "outputSchema"},
 		{"annotations not object", `{"tools":[{"name":"a",` + obj + `,"annotations":[1]}]}`, "annotations"},

@@ -130,9 +130,6 @@ type Tool struct {
 	// Where the server decides (MCP 2026-07-28 Tasks extension) such a call starts
 	// synchronously; elsewhere the request changes nothing.
 	GuestStartsTask bool
-	// TaskLog: the tool's tasks have a live log (the "task_log" request), a resource
-	// whose URI their task carries.
-	TaskLog bool
 	// Resumable: a task of the tool whose server or worker stops is started again
 	// from the last checkpoint its guest saved (the "checkpoint" requests), with the
 	// same arguments, not failed.
@@ -265,7 +262,6 @@ func parseManifest(p *Plugin, doc []byte) ([]*Tool, error) {
 			Execution    *struct {
 				TaskSupport TaskSupport `json:"taskSupport"`
 				TaskStart   string      `json:"taskStart"`
-				TaskLog     bool        `json:"taskLog"`
 				Resumable   bool        `json:"resumable"`
 			} `json:"execution"`
 		} `json:"tools"`
@@ -291,7 +287,7 @@ func parseManifest(p *Plugin, doc []byte) ([]*Tool, error) {
 		taskStart := ""
 		if decl.Execution != nil {
 			taskStart = decl.Execution.TaskStart
-			t.TaskLog, t.Resumable = decl.Execution.TaskLog, decl.Execution.Resumable
+			t.Resumable = decl.Execution.Resumable
 		}
 		switch taskStart {
 		case "", "server":
@@ -324,8 +320,8 @@ func (t *Tool) prepare(seen map[string]bool) error {
 		return fmt.Errorf("full name %q is longer than %d characters; give the plugin a shorter name or prefix", t.Name, MaxToolNameLen)
 	case t.GuestStartsTask && t.TaskSupport == TaskForbidden:
 		return errors.New(`execution.taskStart "guest" needs taskSupport optional or required`)
-	case (t.TaskLog || t.Resumable) && t.TaskSupport == TaskForbidden:
-		return errors.New(`execution.taskLog and execution.resumable need taskSupport optional or required`)
+	case t.Resumable && t.TaskSupport == TaskForbidden:
+		return errors.New(`execution.resumable needs taskSupport optional or required`)
 	case t.Resumable && t.GuestStartsTask:
 		return errors.New(`execution.resumable needs taskStart "server": a call the guest moves into a task has no recipe to resume from`)
 	case !utf8.ValidString(t.Title) || !utf8.ValidString(t.Description):

@@ -56,20 +56,37 @@ const (
 	// may set a lower one).
 	MaxCheckpoint = 1 << 20
 	// MaxRequests bounds the requests of one call that reach the client or the
-	// network; MaxJournalRequests those that write the call's task log or
-	// checkpoint, which the host serves itself (JournalRequest).
-	MaxRequests        = 100
-	MaxJournalRequests = 100_000
+	// network.
+	MaxRequests = 100
+	// MaxTaskLogRequests bounds a call's task_log requests, and
+	// MaxCheckpointRequests its checkpoint_save and checkpoint_load requests
+	// together. The host serves these itself, without the client, so they do not
+	// count toward MaxRequests, and each kind has a budget of its own: a guest's log
+	// lines never use up its checkpoints. Each is twice what the bundled longrun
+	// testrun needs for its largest run (100,000 cases, a line and a checkpoint per
+	// case, plus a line or two and one checkpoint_load).
+	MaxTaskLogRequests    = 200_000
+	MaxCheckpointRequests = 200_000
 )
 
-// JournalRequest reports whether a request method writes or reads the call's task
-// journal (its log and checkpoint), which the host serves without the client.
-func JournalRequest(method string) bool {
+// journalKind is which budget of a call a request method draws on: the requests that
+// write or read the call's task journal (its log and checkpoint) have their own.
+type journalKind int
+
+const (
+	notJournal        journalKind = iota // a request that reaches the client or the network
+	journalLog                           // task_log
+	journalCheckpoint                    // checkpoint_save, checkpoint_load
+)
+
+func journalKindOf(method string) journalKind {
 	switch method {
-	case "task_log", "checkpoint_save", "checkpoint_load":
-		return true
+	case "task_log":
+		return journalLog
+	case "checkpoint_save", "checkpoint_load":
+		return journalCheckpoint
 	}
-	return false
+	return notJournal
 }
 
 // RequestParamsLimit is the bound on the params of a request of method.
@@ -92,9 +109,10 @@ type callState struct {
 	clock     *Clock       // the call's run-time budget; nil outside a call (checkVersion)
 	logger    *slog.Logger // with clock: the plugin's logger
 
-	logs, progress, requests, journalRequests int
-	calls                                     [NumHostCalls]uint32 // for the call's Report
-	stdout, stderr                            limitedBuffer
+	logs, progress, requests int
+	taskLogs, checkpoints    int                  // journal requests, each kind within its budget
+	calls                    [NumHostCalls]uint32 // for the call's Report
+	stdout, stderr           limitedBuffer
 
 	memoryErr error // why no linear memory could be reserved
 
@@ -285,19 +303,24 @@ func request(ctx context.Context, st *callState, mod api.Module, stack []uint64)
 	if status != statusOK {
 		return status
 	}
-	journal := JournalRequest(method)
-	if !journal && st.requests >= requestLimit || journal && st.journalRequests >= MaxJournalRequests {
+	var used *int
+	budget := requestLimit
+	switch journalKindOf(method) {
+	case journalLog:
+		used, budget = &st.taskLogs, MaxTaskLogRequests
+	case journalCheckpoint:
+		used, budget = &st.checkpoints, MaxCheckpointRequests
+	default:
+		used = &st.requests
+	}
+	if *used >= budget {
 		return statusLimit
 	}
 	params, status := readObject(mod, api.DecodeU32(stack[2]), api.DecodeU32(stack[3]), RequestParamsLimit(method))
 	if status != statusOK {
 		return status
 	}
-	if journal {
-		st.journalRequests++
-	} else {
-		st.requests++
-	}
+	*used++
 	st.calls[HostCallOf(method)]++
 	st.reply, st.hasReply = nil, false
 	if st.host == nil {

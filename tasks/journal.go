@@ -65,7 +65,7 @@ type Adopted struct {
 }
 
 // ErrNoJournal is the error of a log or checkpoint on a Store that is not a Journal.
-var ErrNoJournal = errors.New("this server's task store keeps no task logs or checkpoints (the bolt store); use the sqlite or memory store")
+var ErrNoJournal = errors.New("this server's task store keeps no task logs or checkpoints (the bolt store); use the sqlite, PostgreSQL or memory store")
 
 // ErrLogLine is the error of a log append that is not UTF-8 text in lines.
 var ErrLogLine = errors.New("a task log takes UTF-8 text without NUL bytes")

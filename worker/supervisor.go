@@ -722,9 +722,9 @@ func (p *process) take(c *call) []frame {
 }
 
 // maxCallFrames is more than the ABI lets one call send (1,000 logs, 10,000 progress
-// reports, its requests, one begun, one report and one result): a worker that sends
-// more is misbehaving.
-const maxCallFrames = 1000 + 10000 + sandbox.MaxRequests + sandbox.MaxJournalRequests + 3
+// reports, its requests of each kind, one begun, one report and one result): a
+// worker that sends more is misbehaving.
+const maxCallFrames = 1000 + 10000 + sandbox.MaxRequests + sandbox.MaxTaskLogRequests + sandbox.MaxCheckpointRequests + 3
 
 // read dispatches the worker's frames until its output ends, checking each one: a
 // malformed frame means the worker is not behaving as this program's worker does, and

@@ -25,6 +25,7 @@ type Client struct {
 	stop     func() error
 	next     atomic.Int64
 	requests atomic.Int64 // server requests seen (stdio)
+	progress atomic.Int64 // notifications/progress read (stdio)
 
 	smu      sync.Mutex
 	statuses map[statusKey]chan time.Time // awaited notifications/tasks/status (stdio)
@@ -77,6 +78,11 @@ func (c *Client) sawStatus(params json.RawMessage, at time.Time) {
 // ServerRequests is how many requests (such as elicitation/create) the server has sent
 // on a stdio connection so far.
 func (c *Client) ServerRequests() int64 { return c.requests.Load() }
+
+// Progress is how many notifications/progress a stdio connection has read so far.
+// The connection reads (and drops) every message the server sends, so notifications
+// never back up into the server while a benchmark waits for a response.
+func (c *Client) Progress() int64 { return c.progress.Load() }
 
 // Error is a JSON-RPC error answered by a server.
 type Error struct {
@@ -200,6 +206,9 @@ func DialStdio(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, caps
 					}
 					if m.Method == "notifications/tasks/status" && len(m.ID) == 0 {
 						c.sawStatus(m.Params, time.Now())
+					}
+					if m.Method == "notifications/progress" && len(m.ID) == 0 {
+						c.progress.Add(1)
 					}
 					if id, ok := m.response(); ok {
 						mu.Lock()

@@ -12,14 +12,18 @@ var journal = Plugin{Name: "journal", Path: "testdata/wasm/journal.wasm", Memory
 
 // Figure10 is what a task's journal costs its guest: one task log line and one
 // checkpoint of 64 KiB and of 1 MiB, on the default store (SQLite, each write on disk
-// before it returns) and in memory, beside a progress notification (no store write).
+// before it returns) and in memory, beside a progress notification (no store write):
+// every tools/call carries a progressToken, so the progress host call sends the
+// client a notifications/progress, which the client reads (Client.Progress counts
+// them, and the figure checks that all were sent).
 func (e *Env) Figure10(ctx context.Context) (*Figure, error) {
 	n := pick(e, 2000, 50)
 	f := &Figure{N: 10, Title: "Task journal: a log line and a checkpoint, beside a progress notification",
 		What: fmt.Sprintf("one task of `journal_repeat` (C guest, worker process) makes the same host call %d times in a row "+
 			"(%d for 1 MiB checkpoints); the time per call from tools/call to the task's result (tasks/result), and the server's CPU "+
-			"per call (its worker included), over stdio. A log line is 25 bytes; a checkpoint is base64 in the request, stored in one commit.", n, n/10),
-		Baseline:  "a progress notification from the same guest in the same run and store: a host call that writes nothing to the store.",
+			"per call (its worker included), over stdio. A log line is 25 bytes; a checkpoint is base64 in the request, stored in one commit. "+
+			"Every tools/call carries a progressToken.", n, n/10),
+		Baseline:  "a progress notification from the same guest in the same run and store: a host call that writes nothing to the store and sends the client a notifications/progress (read by the client; the run checks that every one arrived).",
 		Reproduce: "go run ./bench/cmd/benchall -figures 10"}
 	ops := []struct {
 		name, op string
@@ -35,6 +39,7 @@ func (e *Env) Figure10(ctx context.Context) (*Figure, error) {
 		{Name: "SQLite store (default)", Store: "sqlite"},
 		{Name: "memory store", Store: "memory"},
 	}
+	tokens := 0
 	for rep := range e.Reps {
 		e.logf("figure 10, repetition %d", rep+1)
 		for _, v := range stores {
@@ -49,8 +54,11 @@ func (e *Env) Figure10(ctx context.Context) (*Figure, error) {
 			for _, o := range ops {
 				var took time.Duration
 				l, cpu, err := measure(p, func() (load, error) {
+					tokens++
+					sent := cs[0].Progress()
 					start := time.Now()
-					id, err := createTask(ctx, cs[0], "journal_repeat", map[string]any{"op": o.op, "count": o.count, "size": o.size})
+					id, err := createTaskMeta(ctx, cs[0], "journal_repeat", map[string]any{"op": o.op, "count": o.count, "size": o.size},
+						map[string]any{"progressToken": fmt.Sprintf("figure10-%d", tokens)})
 					if err != nil {
 						return load{}, err
 					}
@@ -64,6 +72,11 @@ func (e *Env) Figure10(ctx context.Context) (*Figure, error) {
 						return load{}, fmt.Errorf("journal_repeat %s ended in an error result", o.op)
 					}
 					took = time.Since(start)
+					// The server wrote each notification before the task's result, on
+					// the same stdout: all have been read by now.
+					if got := cs[0].Progress() - sent; o.op == "progress" && got != int64(o.count) {
+						return load{}, fmt.Errorf("journal_repeat progress sent %d notifications/progress, want %d", got, o.count)
+					}
 					return load{Ops: int64(o.count), Took: took}, nil
 				})
 				if err != nil {

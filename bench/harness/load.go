@@ -77,10 +77,20 @@ type taskState struct {
 
 // createTask calls tool as a task (ttl 60 s) and returns the task's id.
 func createTask(ctx context.Context, c *Client, tool string, args any) (string, error) {
+	return createTaskMeta(ctx, c, tool, args, nil)
+}
+
+// createTaskMeta is createTask with meta as the request's _meta (a progressToken,
+// say); nil sends none.
+func createTaskMeta(ctx context.Context, c *Client, tool string, args any, meta map[string]any) (string, error) {
 	var res struct {
 		Task taskState `json:"task"`
 	}
-	if err := c.CallInto(ctx, "tools/call", map[string]any{"name": tool, "arguments": args, "task": map[string]any{"ttl": 60000}}, &res); err != nil {
+	params := map[string]any{"name": tool, "arguments": args, "task": map[string]any{"ttl": 60000}}
+	if meta != nil {
+		params["_meta"] = meta
+	}
+	if err := c.CallInto(ctx, "tools/call", params, &res); err != nil {
 		return "", err
 	}
 	if res.Task.TaskID == "" {

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -170,10 +175,70 @@ func lastCase(text string) int {
 	return last
 }
 
+// resumedLog is a log that a resumed task's guest wrote over its two runs: steps
+// holds how often each step (a testrun case, a crunch position) was logged, last the
+// highest one logged before the resume, and at the step the resume said it started
+// from.
+type resumedLog struct {
+	steps    map[int64]int
+	last, at int64
+}
+
+// readResumedLog reads log: step matches one step's line, resumed the line the
+// guest writes when it starts again; each has the step number as its first group.
+func readResumedLog(t *testing.T, log string, step, resumed *regexp.Regexp) resumedLog {
+	t.Helper()
+	loc := resumed.FindStringSubmatchIndex(log)
+	if loc == nil {
+		t.Fatalf("log = %q; want a line saying where the task resumed", log)
+	}
+	r := resumedLog{steps: map[int64]int{}}
+	r.at, _ = strconv.ParseInt(log[loc[2]:loc[3]], 10, 64)
+	for i, part := range []string{log[:loc[0]], log[loc[1]:]} {
+		for _, m := range step.FindAllStringSubmatch(part, -1) {
+			n, _ := strconv.ParseInt(m[1], 10, 64)
+			r.steps[n]++
+			if i == 0 {
+				r.last = max(r.last, n)
+			}
+		}
+	}
+	return r
+}
+
+// redone is the steps the log shows done twice: once before the resume, again after.
+func (r resumedLog) redone() []int64 {
+	var twice []int64
+	for n, c := range r.steps {
+		if c > 1 {
+			twice = append(twice, n)
+		}
+	}
+	slices.Sort(twice)
+	return twice
+}
+
+// waitResumed polls tasks/get until the task is working with the statusMessage of a
+// task resumed from its last checkpoint; it fails if the task ends first.
+func waitResumed(t *testing.T, c *mcptest.Client, id string) mcptest.Task {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		got := c.Get(id)
+		if got.Status == "working" && strings.HasPrefix(got.StatusMessage, "resumed from its last checkpoint after the server running it stopped (resume 1 of at most 3)") {
+			return got
+		}
+		if got.Status != "working" || time.Now().After(deadline) {
+			t.Fatalf("task %s is %s (%q); want it working, resumed from its last checkpoint", id, got.Status, got.StatusMessage)
+		}
+	}
+}
+
 // TestResumeAfterSIGKILL: the server is killed (SIGKILL) while a resumable task runs;
-// the next server on the same store resumes it from its last checkpoint and it
-// completes with the right totals, having redone at most the case that was running.
-// A task of a tool that is not resumable fails with the reason, as before.
+// the next server on the same store resumes it from its last checkpoint, saying so in
+// its statusMessage while it works, and it completes with the right totals. The log,
+// which survives the kill, shows the cases the guest ran twice: at most one (one
+// checkpoint interval), the one it logged but had not checkpointed when it was
+// killed. A task of a tool that is not resumable fails with the reason, as before.
 func TestResumeAfterSIGKILL(t *testing.T) {
 	cfg := longrunConfig(t, "")
 	cfg = appendPlugin(t, cfg, pluginTOML(t, "toolbox", "plugins/toolbox/toolbox.wasm", ""))
@@ -192,6 +257,7 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	reached := lastCase(before.Text)
 
 	b, _ := start()
+	resumed := waitResumed(t, b, id)
 	var res struct {
 		StructuredContent struct {
 			Cases, Passed, Failed, ResumedFrom, Resumes int
@@ -203,21 +269,92 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	if got.Passed != 54 || got.Failed != 6 || got.Resumes != 1 {
 		t.Errorf("resumed testrun = %+v; want 54 passed, 6 failed, resumed once", got)
 	}
-	// The log the killed server last showed reached case `reached` (at least); the
-	// run resumed at the case after its last checkpoint.
-	redone := reached - got.ResumedFrom + 1
-	if got.ResumedFrom < reached || redone > 1 {
-		t.Errorf("resumed from case %d after the log showed case %d: redid %d cases, want at most one checkpoint interval (1)", got.ResumedFrom, reached, redone)
-	}
-	t.Logf("killed after case %d; resumed from case %d (redid %d)", reached, got.ResumedFrom, max(redone, 0))
 	log := readLog(t, b, uri).Text
-	if !strings.Contains(log, "resumed at case "+strconv.Itoa(got.ResumedFrom)+" (resume 1)") || !strings.HasSuffix(log, "case 60: FAIL (case 60 is a multiple of 10)\n") {
-		t.Errorf("log after the resume = %q; want the note of the resume and every case to 60", log)
+	if !strings.HasSuffix(log, "case 60: FAIL (case 60 is a multiple of 10)\n") {
+		t.Errorf("log after the resume = %q; want every case to 60", log)
 	}
+	r := readResumedLog(t, log, regexp.MustCompile(`(?m)^case (\d+): `), regexp.MustCompile(`(?m)^resumed at case (\d+) \(resume 1\)$`))
+	redone := r.redone()
+	// testrun logs a case, then checkpoints it: killed between the two, it runs that
+	// case again (redone = [last]); otherwise it goes on with the next (redone = []).
+	if int(r.at) != got.ResumedFrom || r.at < int64(reached) || len(redone) > 1 || r.at != r.last+1-int64(len(redone)) ||
+		len(redone) == 1 && redone[0] != r.last {
+		t.Errorf("killed after case %d (the log showed %d before the kill); resumed from case %d (result: %d), and ran cases %v twice: want at most one checkpoint interval (1 case) redone",
+			r.last, reached, r.at, got.ResumedFrom, redone)
+	}
+	for n := int64(1); n <= 60; n++ {
+		if r.steps[n] == 0 {
+			t.Errorf("case %d is not in the log", n)
+		}
+	}
+	t.Logf("killed after case %d; resumed from case %d, redid %d (statusMessage %q)", r.last, r.at, len(redone), resumed.StatusMessage)
 	lost := b.WaitStatus(plain.TaskID, "failed")
 	if !strings.Contains(lost.StatusMessage, "server running this task stopped") {
 		t.Errorf("task of a tool that is not resumable = %q; want failed with the reason", lost.StatusMessage)
 	}
+}
+
+// fold is longrun crunch's checksum over 1..n (plugins/longrun Fold), recomputed
+// here to check the resumed result.
+func fold(n int64) string {
+	var sum uint64
+	for i := int64(1); i <= n; i++ {
+		v := uint64(i) * 0x9E3779B97F4A7C15
+		v ^= v >> 29
+		sum = sum*6364136223846793005 + v
+	}
+	return fmt.Sprintf("%016x", sum)
+}
+
+// TestResumeCrunchAfterSIGKILL: crunch, killed (SIGKILL) with its server after a few
+// checkpoints, is resumed by the next server on the same data_dir from its last
+// checkpoint (its statusMessage says so while it works) and completes with the
+// checksum of the whole sequence. crunch saves a checkpoint, then logs it: the log
+// that survived the kill shows that no chunk logged before it was folded again,
+// and that the resume started at the last checkpoint logged, or the one after it
+// (saved but not yet logged). So the work lost is at most the chunk that was being
+// folded: less than one checkpoint interval.
+func TestResumeCrunchAfterSIGKILL(t *testing.T) {
+	const n, every = 60_000_000, 4_000_000 // about 15 chunks of 0.2 s
+	cfg := longrunConfig(t, "")
+	start := func() (*mcptest.Client, *exec.Cmd) {
+		cmd := exec.Command(binary, "--config", cfg)
+		return mcptest.Dial(t, &mcp.CommandTransport{Command: cmd}, nil), cmd
+	}
+	a, cmdA := start()
+	id, uri := createLogged(t, a, "longrun_crunch", map[string]any{"n": n, "checkpoint_every": every})
+	waitLogLines(t, a, uri, 2)
+	if err := cmdA.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmdA.Wait()
+	want := fold(n)
+
+	b, _ := start()
+	waitResumed(t, b, id)
+	b.WaitStatus(id, "completed")
+	var res struct {
+		StructuredContent struct {
+			Checksum    string
+			ResumedFrom int64
+			Resumes     int
+		} `json:"structuredContent"`
+	}
+	b.MustCall("tasks/result", map[string]any{"taskId": id}, &res)
+	got := res.StructuredContent
+	if got.Checksum != want || got.Resumes != 1 {
+		t.Errorf("resumed crunch = %+v; want checksum %s, resumed once", got, want)
+	}
+	log := readLog(t, b, uri).Text
+	r := readResumedLog(t, log, regexp.MustCompile(`(?m)^step (\d+) of \d+$`), regexp.MustCompile(`(?m)^resumed at step (\d+) \(resume 1\)$`))
+	if r.at != got.ResumedFrom || r.at == 0 || r.at%every != 0 || r.at < r.last || r.at > r.last+every || len(r.redone()) > 0 {
+		t.Errorf("log %q: resumed at step %d (result: %d) after step %d was logged, and folded steps %v twice; want the last checkpoint, at most one interval (%d) after the last step logged, nothing redone",
+			log, r.at, got.ResumedFrom, r.last, r.redone(), every)
+	}
+	if r.steps[n] != 1 {
+		t.Errorf("log %q; want it to end at step %d", log, n)
+	}
+	t.Logf("killed after step %d was logged; resumed from step %d of %d", r.last, r.at, n)
 }
 
 // TestResumeLimit: a resumable task whose worker process dies under it at every
@@ -307,5 +444,166 @@ func TestResumeAsksAgain(t *testing.T) {
 	b.MustCall("tasks/result", map[string]any{"taskId": id}, &res)
 	if got := res.StructuredContent; got.Passed != 6 || got.Resumes != 1 || got.ResumedFrom != 3 || asked != 1 {
 		t.Errorf("after the resume: %+v, asked %d times; want 6 passed, resumed once from case 3, asked once", got, asked)
+	}
+}
+
+// TestTaskLogListen2026: on the stateless 2026-07-28 wire with the Tasks extension, a
+// task's CreateTaskResult names its log in _meta; a subscriptions/listen naming that
+// URI is acknowledged, then told each time the log grows (at most every 100 ms), each
+// notification tagged with the listen's subscription ID; and resources/read returns
+// the log while the task works.
+func TestTaskLogListen2026(t *testing.T) {
+	url, serverLog := startHTTP(t, longrunConfig(t, ""))
+	defer func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", serverLog)
+		}
+	}()
+	c := &mcptest.Stateless{URL: url, Caps: mcptest.TasksExtension()}
+	res, err := c.Call("tools/call", map[string]any{"name": "longrun_testrun", "arguments": map[string]any{"cases": 40, "case_ms": 50}}, nil)
+	if err != nil || res.Error != nil {
+		t.Fatalf("tools/call = %+v, %v", res, err)
+	}
+	var created struct {
+		ResultType string            `json:"resultType"`
+		TaskID     string            `json:"taskId"`
+		Meta       map[string]string `json:"_meta"`
+	}
+	json.Unmarshal(res.Result, &created)
+	uri := created.Meta["io.github.mcp-wasmhost/log"]
+	if created.ResultType != "task" || uri != "mcp-wasmhost://tasks/"+created.TaskID+"/log" {
+		t.Fatalf("tools/call = %s; want a task whose _meta names its log", res.Result)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	resp := rawPost(ctx, t, http.DefaultClient, url, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"},
+		map[string]any{"jsonrpc": "2.0", "id": "log", "method": "subscriptions/listen", "params": map[string]any{
+			"notifications": map[string]any{"resourceSubscriptions": []string{uri}},
+			"_meta": map[string]any{
+				"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+				"io.modelcontextprotocol/clientCapabilities": mcptest.TasksExtension(),
+			}}})
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("subscriptions/listen = HTTP %d %s, want an event stream", resp.StatusCode, ct)
+	}
+	type message struct {
+		Method string `json:"method"`
+		Params struct {
+			URI           string         `json:"uri"`
+			Notifications map[string]any `json:"notifications"`
+			Meta          map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	messages := make(chan message, 256)
+	go func() {
+		defer close(messages)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m message
+				if json.Unmarshal([]byte(data), &m) != nil {
+					continue
+				}
+				select {
+				case messages <- m:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	nextMessage := func() message {
+		t.Helper()
+		select {
+		case m, ok := <-messages:
+			if !ok {
+				t.Fatal("the listen's stream ended")
+			}
+			return m
+		case <-time.After(30 * time.Second):
+			t.Fatal("no message on the listen's stream within 30 s")
+		}
+		return message{}
+	}
+	ack := nextMessage()
+	if ack.Method != "notifications/subscriptions/acknowledged" || ack.Params.Meta["io.modelcontextprotocol/subscriptionId"] != "log" ||
+		!strings.Contains(fmt.Sprint(ack.Params.Notifications["resourceSubscriptions"]), uri) {
+		t.Fatalf("first message on the listen = %+v, want the acknowledgement of subscription \"log\" naming %s", ack, uri)
+	}
+	for updates := 0; updates < 2; {
+		m := nextMessage()
+		if m.Method != "notifications/resources/updated" {
+			continue
+		}
+		if m.Params.URI != uri || m.Params.Meta["io.modelcontextprotocol/subscriptionId"] != "log" {
+			t.Fatalf("update %+v; want the log's URI, tagged with subscription \"log\"", m)
+		}
+		updates++
+	}
+
+	read, err := c.Call("resources/read", map[string]any{"uri": uri}, nil)
+	if err != nil || read.Error != nil {
+		t.Fatalf("resources/read = %+v, %v", read, err)
+	}
+	var page struct {
+		Contents []struct {
+			Text string                    `json:"text"`
+			Meta map[string]map[string]any `json:"_meta"`
+		} `json:"contents"`
+	}
+	json.Unmarshal(read.Result, &page)
+	if len(page.Contents) != 1 || page.Contents[0].Meta["io.github.mcp-wasmhost/log"]["status"] != "working" ||
+		!strings.HasPrefix(page.Contents[0].Text, "case 1: PASS\n") {
+		t.Errorf("resources/read of the log = %s; want its first cases while the task works", read.Result)
+	}
+
+	// The task completes; its log was told as it grew, about every 100 ms over 2 s.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		got, err := c.Call("tasks/get", map[string]any{"taskId": created.TaskID}, nil)
+		if err != nil || got.Error != nil {
+			t.Fatalf("tasks/get = %+v, %v", got, err)
+		}
+		var task struct {
+			Status string `json:"status"`
+		}
+		json.Unmarshal(got.Result, &task)
+		if task.Status == "completed" {
+			break
+		}
+		if task.Status != "working" || time.Now().After(deadline) {
+			t.Fatalf("task = %s, want it to complete", got.Result)
+		}
+	}
+}
+
+// TestCheckpointBounds: a checkpoint over [tasks] max_checkpoint_kib, or over the
+// ABI's 1 MiB, is refused with FAILED and a reason that the guest reads (journal.c
+// puts it in its result); checkpoint_save params over the ABI's bound (1 MiB in
+// base64, plus 4 KiB) are refused with TOO_LARGE before the host reads them.
+func TestCheckpointBounds(t *testing.T) {
+	cfg := appendPlugin(t, longrunConfig(t, "max_checkpoint_kib = 1"), pluginTOML(t, "journal", "testdata/wasm/journal.wasm", ""))
+	c := mcptest.Dial(t, &mcp.CommandTransport{Command: exec.Command(binary, "--config", cfg)}, nil)
+	for _, tc := range []struct {
+		size int
+		want string
+	}{
+		{1024, "done"},
+		{1025, "checkpoint 1 failed: FAILED: checkpoint_save: a checkpoint of 1025 bytes is larger than the 1024 bytes a task may keep"},
+		{1<<20 + 1, "checkpoint 1 failed: FAILED: checkpoint_save: a checkpoint of 1048577 bytes is larger than the ABI's 1048576"},
+		{1<<20 + 4<<10, "checkpoint 1 failed: TOO_LARGE"},
+	} {
+		task := c.CreateTask("journal_repeat", map[string]any{"op": "checkpoint", "count": 1, "size": tc.size}, map[string]any{"ttl": 60000}, nil)
+		var res struct {
+			IsError bool `json:"isError"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		c.MustCall("tasks/result", map[string]any{"taskId": task.TaskID}, &res)
+		if len(res.Content) != 1 || res.Content[0].Text != tc.want || res.IsError != (tc.want != "done") {
+			t.Errorf("checkpoint of %d bytes = %+v; want %q", tc.size, res, tc.want)
+		}
 	}
 }

@@ -43,3 +43,10 @@ func (s *Store) WriteSetting(ctx context.Context, name string) (string, error) {
 
 // WriteLockKey is the advisory lock every PostgreSQL write transaction takes.
 const WriteLockKey = writeLockKey
+
+// JournalRows is how many task_journal rows task id has (0 or 1).
+func (s *Store) JournalRows(ctx context.Context, id string) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM task_journal WHERE task_id = ?`), id).Scan(&n)
+	return n, err
+}

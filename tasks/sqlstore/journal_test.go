@@ -104,6 +104,92 @@ func TestJournal(t *testing.T) {
 	}
 }
 
+// TestPurgeDeletesJournal: when an expired task is purged, its journal (log,
+// checkpoint, recipe) goes with it, and its bytes leave the store's totals; a task
+// that has not expired keeps its own.
+func TestPurgeDeletesJournal(t *testing.T) {
+	type opener struct {
+		name string
+		open func(t *testing.T) tasks.Journal
+	}
+	cases := []opener{{"memory", func(*testing.T) tasks.Journal { return tasks.NewMemoryStore() }}}
+	for _, e := range engines(t) {
+		cases = append(cases, opener{e.name, func(t *testing.T) tasks.Journal { return instances(t, e)() }})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := tc.open(t)
+			now := time.Now().UTC()
+			journal := func(id string) {
+				t.Helper()
+				for i := range 5 {
+					if _, err := s.AppendLog(ctx, id, fmt.Appendf(nil, "%s line %d\n", id, i), 1<<20); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := s.SaveCheckpoint(ctx, id, bytes.Repeat([]byte(id), 500)); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.SetRecipe(ctx, id, []byte(`{"tool":"x"}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A task that works on (not terminal: it never expires), with a journal.
+			if err := s.Put(ctx, task("live", "alice", now.Add(-2*time.Hour), tasks.Working)); err != nil {
+				t.Fatal(err)
+			}
+			journal("live")
+			base, _ := s.Stats(ctx)
+			// A task that completed two hours ago with a ttl of a minute: expired.
+			old := task("old", "alice", now.Add(-2*time.Hour), tasks.Working)
+			if err := s.Put(ctx, old); err != nil {
+				t.Fatal(err)
+			}
+			journal("old")
+			old.Status, old.FinishedAt, old.LastUpdatedAt = tasks.Completed, old.CreatedAt.Add(time.Second), old.CreatedAt.Add(time.Second)
+			old.Result = json.RawMessage(`{"content":[]}`)
+			if err := s.Put(ctx, old); err != nil {
+				t.Fatal(err)
+			}
+			if st, _ := s.Stats(ctx); st.Bytes <= base.Bytes+1000 {
+				t.Fatalf("Stats.Bytes with the expired task = %d, want its task and journal (over 1000 bytes) above %d", st.Bytes, base.Bytes)
+			}
+			if n, err := s.Purge(ctx, now, 100); n != 1 || err != nil {
+				t.Fatalf("Purge = %d, %v; want the expired task purged", n, err)
+			}
+			if st, _ := s.Stats(ctx); st != base {
+				t.Errorf("Stats after the purge = %+v, want %+v (the purged task's journal bytes gone too)", st, base)
+			}
+			if _, err := s.ReadLog(ctx, "old", 0, 1000); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("ReadLog(purged) = %v, want ErrNotFound", err)
+			}
+			if _, err := s.Checkpoint(ctx, "old"); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("Checkpoint(purged) = %v, want ErrNotFound", err)
+			}
+			if sq, ok := s.(*sqlstore.Store); ok {
+				if n, err := sq.JournalRows(ctx, "old"); n != 0 || err != nil {
+					t.Errorf("task_journal rows of the purged task = %d, %v; want none", n, err)
+				}
+			}
+			// A new task of the same ID starts with an empty journal.
+			if err := s.Put(ctx, task("old", "alice", now, tasks.Working)); err != nil {
+				t.Fatal(err)
+			}
+			if p, err := s.ReadLog(ctx, "old", 0, 1000); err != nil || len(p.Text) != 0 || p.Dropped != 0 {
+				t.Errorf("log of a new task with the purged one's ID = %q (%d dropped), %v; want empty", p.Text, p.Dropped, err)
+			}
+			if cp, err := s.Checkpoint(ctx, "old"); err != nil || cp != nil {
+				t.Errorf("checkpoint of a new task with the purged one's ID = %d bytes, %v; want none", len(cp), err)
+			}
+			p, err := s.ReadLog(ctx, "live", 0, 1000)
+			if cp, _ := s.Checkpoint(ctx, "live"); err != nil || strings.Count(string(p.Text), "\n") != 5 || len(cp) != 2000 {
+				t.Errorf("journal of the live task after the purge: log %q, %v, checkpoint of %d bytes; want it kept", p.Text, err, len(cp))
+			}
+		})
+	}
+}
+
 // resumable starts (or resumes) work that saves a checkpoint per step and blocks
 // after stopAfter steps of this run (-1: never), or finishes after step last.
 func resumable(stopAfter, last int, started chan<- int) tasks.Func {
