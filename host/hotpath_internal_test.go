@@ -3,9 +3,12 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestHotParamsOf(t *testing.T) {
@@ -26,7 +29,7 @@ func TestHotParamsOf(t *testing.T) {
 		{"tasks/get", `{"taskId":"a",}`, hotParams{}, false},
 		{"tasks/get", `{"taskId":"a"}x`, hotParams{}, false},
 		{"tasks/get", `{"taskId":"a\"b"}`, hotParams{}, false},
-		{"tasks/get", `{"taskId":"é"}`, hotParams{}, false},
+		{"tasks/get", `{"taskId":"é"}`, hotParams{taskID: "é"}, true},
 		{"tasks/get", "{\"taskId\":\"a\tb\"}", hotParams{}, false},
 		{"tasks/get", `{"taskid":"a"}`, hotParams{}, false},
 		{"tasks/get", `{"taskId":1}`, hotParams{}, false},
@@ -37,18 +40,23 @@ func TestHotParamsOf(t *testing.T) {
 		{"tasks/result", `{"taskId":"a"}`, hotParams{}, false},
 	} {
 		got, ok := hotParamsOf(tc.method, json.RawMessage(tc.params))
-		if ok != tc.ok || (ok && got != tc.want) {
+		if ok != tc.ok || (ok && (got.taskID != tc.want.taskID || got.cursor != tc.want.cursor)) {
 			t.Errorf("hotParamsOf(%s, %q) = %+v, %v; want %+v, %v", tc.method, tc.params, got, ok, tc.want, tc.ok)
 		}
 	}
 }
 
 // FuzzHotParamsOf holds the hot path to the decoding the SDK would do: params it
-// accepts decode (strictly, exactly the method's members) to the same values.
+// accepts decode (with encoding/json, which reads these shapes as the SDK's decoder
+// does; the differential TestHotPathAnswersAsTheSDK covers the SDK itself) to the
+// same values, and have no members the method lacks.
 func FuzzHotParamsOf(f *testing.F) {
-	for _, s := range []string{`{"taskId":"abc"}`, `{}`, `{"cursor":"x"}`, ` { "taskId" : "a" } `, `{"taskId":"a","taskId":"b"}`} {
+	for _, s := range []string{`{"taskId":"abc"}`, `{}`, `{"cursor":"x"}`, ` { "taskId" : "a" } `, `{"taskId":"a","taskId":"b"}`,
+		`{"name":"t","arguments":{"a":[1,{"b":null}]},"_meta":{"progressToken":7,"io.github.mcp-wasmhost/task":{"ttl":60000}}}`,
+		`{"name":"t","_meta":{"progressToken":"p"}}`, `{"name":"t","arguments":[]}`, `{"name":"t","_meta":{"a":1.5}}`} {
 		f.Add("tasks/get", s)
 		f.Add("tasks/list", s)
+		f.Add("tools/call", s)
 	}
 	f.Fuzz(func(t *testing.T, method, params string) {
 		p, ok := hotParamsOf(method, json.RawMessage(params))
@@ -59,23 +67,29 @@ func FuzzHotParamsOf(f *testing.F) {
 		if err := json.Unmarshal([]byte(params), &members); err != nil {
 			t.Fatalf("accepted %q, which does not decode: %v", params, err)
 		}
-		var want hotParams
-		for k, v := range members {
-			var s string
-			if err := json.Unmarshal(v, &s); err != nil {
-				t.Fatalf("accepted %q: member %q is not a string", params, k)
-			}
-			switch {
-			case k == "taskId" && method != "tasks/list":
-				want.taskID = s
-			case k == "cursor" && method == "tasks/list":
-				want.cursor = s
-			default:
+		allowed := map[string][]string{"tasks/get": {"taskId"}, "tasks/cancel": {"taskId"}, "tasks/list": {"cursor"},
+			"tools/call": {"name", "arguments", "_meta"}}[method]
+		for k := range members {
+			if !slices.Contains(allowed, k) {
 				t.Fatalf("accepted %q for %s: member %q", params, method, k)
 			}
 		}
-		if p != want {
-			t.Fatalf("hotParamsOf(%s, %q) = %+v; decoding gives %+v", method, params, p, want)
+		if method != "tools/call" {
+			var want struct {
+				TaskID string `json:"taskId"`
+				Cursor string `json:"cursor"`
+			}
+			if err := json.Unmarshal([]byte(params), &want); err != nil || want.TaskID != p.taskID || want.Cursor != p.cursor {
+				t.Fatalf("hotParamsOf(%s, %q) = %+v; decoding gives %+v, %v", method, params, p, want, err)
+			}
+			return
+		}
+		var want mcp.CallToolParamsRaw
+		if err := json.Unmarshal([]byte(params), &want); err != nil {
+			t.Fatalf("accepted %q, which does not decode as tools/call params: %v", params, err)
+		}
+		if !reflect.DeepEqual(p.call, &want) {
+			t.Fatalf("hotParamsOf(tools/call, %q) = %#v; decoding gives %#v", params, p.call, &want)
 		}
 	})
 }
@@ -86,17 +100,17 @@ func TestHotDuplicateDropped(t *testing.T) {
 	var wrote []jsonrpc.Message
 	c := &liftConn{Connection: recordConn{&wrote}, srv: &Server{}}
 	c.hot.ctx, c.hot.cancel = context.WithCancel(context.Background())
-	c.hot.calls = map[jsonrpc.ID]bool{}
+	c.hot.calls = map[jsonrpc.ID]hotCall{}
 	id, err := jsonrpc.MakeID(float64(7))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.hot.calls[id] = true // a hot request with id 7 in flight
+	c.hot.calls[id] = hotCall{cancel: func() {}} // a hot request with id 7 in flight
 	req := &jsonrpc.Request{ID: id, Method: "tools/call", Params: json.RawMessage(`{"name":"x"}`)}
 	if !c.readHot(req) {
 		t.Fatal("the duplicate went on to the SDK")
 	}
-	c.hot.calls[id] = false // the SDK's request with id 7 in flight
+	c.hot.calls[id] = hotCall{} // the SDK's request with id 7 in flight
 	if c.readHot(req) {
 		t.Fatal("the SDK's duplicate was kept from it")
 	}

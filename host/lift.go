@@ -151,7 +151,7 @@ func (t *liftTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	lc := &liftConn{Connection: c, srv: t.srv}
 	lc.hot.ctx, lc.hot.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	lc.hot.calls = map[jsonrpc.ID]bool{}
+	lc.hot.calls = map[jsonrpc.ID]hotCall{}
 	t.srv.addStream(lc)
 	t.mu.Lock()
 	t.last = lc

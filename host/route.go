@@ -199,8 +199,7 @@ func (s *Server) registerTaskMethods() error {
 	)
 }
 
-// taskGet, taskList and taskCancel answer those methods through the caller's wire,
-// for the SDK and for the hot path (hotpath.go) alike.
+// taskGet, taskList and taskCancel answer those methods through the caller's wire.
 func (s *Server) taskGet(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
 	c := callerFrom(ctx, ss)
 	return c.wire.get(ctx, s, c, p)

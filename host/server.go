@@ -111,9 +111,10 @@ type Server struct {
 	mu      sync.Mutex
 	streams map[*liftConn]bool // open stream connections, for notifications
 
-	sdkLog    *slog.Logger // the SDK's logger: warnings and errors only
-	noHotPath bool         // every request goes through the SDK (hotpath.go); for tests
-	hotServed atomic.Int64 // requests the hot path answered
+	sdkLog    *slog.Logger      // the SDK's logger: warnings and errors only
+	sdkNext   mcp.MethodHandler // the SDK's handler that middleware wraps
+	noHotPath bool              // every request goes through the SDK (hotpath.go); for tests
+	hotServed atomic.Int64      // requests the hot path answered
 }
 
 // New creates a server offering every tool in catalog.
@@ -149,7 +150,10 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.registerFeatures()
-	s.mcp.AddReceivingMiddleware(s.middleware)
+	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		s.sdkNext = next // the SDK's own handler, for the hot path (hotpath.go)
+		return s.middleware(next)
+	})
 	if err := s.registerTaskMethods(); err != nil {
 		return nil, err
 	}
