@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -24,6 +25,23 @@ func (s *Server) authorized(extra *mcp.RequestExtra, tool string) bool {
 		return true
 	}
 	return extra.TokenInfo != nil && s.authorize(extra.TokenInfo, tool)
+}
+
+// cacheScope makes "private" the cacheScope (2026-07-28) of what a checked caller
+// lists or reads: with grants, tools/list, resources/list, resources/templates/list
+// and prompts/list show each caller its own (visibleTools, visibleFeatures), and
+// resources/read answers only a caller granted the resource's plugin, so no cache
+// may serve one caller's answer to another. server/discover is the same for every
+// caller and stays "public"; so does everything off HTTP (the local user).
+// go-sdk calls it for every result that carries a cacheScope, with its server's
+// lock held: it must not call back into the server.
+func (s *Server) cacheScope(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+	if _, discover := req.(*mcp.ServerRequest[*mcp.DiscoverParams]); discover {
+		return
+	}
+	if extra := req.GetExtra(); extra != nil && extra.Header != nil {
+		c.CacheScope = "private"
+	}
 }
 
 // visibleTools drops from r the tools its caller may not call.

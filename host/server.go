@@ -137,6 +137,9 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 		},
 	}
 	s.featureOptions(sopts)
+	if s.authorize != nil {
+		sopts.SetCacheable = s.cacheScope
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, sopts)
 	var err error
 	if s.catalog, err = s.addTools(catalog); err != nil {

@@ -243,6 +243,20 @@ func toolNames(t *testing.T, s *mcptest.Stateless) []string {
 	return names
 }
 
+// cacheScope returns the cacheScope of a stateless caller's method (no params).
+func cacheScope(t *testing.T, s *mcptest.Stateless, method string) string {
+	t.Helper()
+	resp, err := s.Call(method, nil, nil)
+	if err != nil || resp.Error != nil {
+		t.Fatalf("%s = %+v, %v", method, resp, err)
+	}
+	var r struct {
+		CacheScope string `json:"cacheScope"`
+	}
+	json.Unmarshal(resp.Result, &r)
+	return r.CacheScope
+}
+
 // TestAuthGrantsAndOwners: a caller sees and may call only the tools its scopes are
 // granted; a task belongs to its subject, on both wires: visible to that subject
 // from a new session or a stateless request, to no one else.
@@ -270,6 +284,15 @@ func TestAuthGrantsAndOwners(t *testing.T) {
 		session(aliceTok).MustCall("tools/list", map[string]any{}, &r)
 		if len(r.Tools) != 2 {
 			t.Errorf("alice's session tools/list = %d tools, want 2", len(r.Tools))
+		}
+		// The list varies per caller: no cache may serve alice's to bob.
+		for who, s := range map[string]*mcptest.Stateless{"alice": alice, "bob": bob} {
+			if got := cacheScope(t, s, "tools/list"); got != "private" {
+				t.Errorf("%s's tools/list cacheScope = %q, want private", who, got)
+			}
+		}
+		if got := cacheScope(t, alice, "server/discover"); got != "public" {
+			t.Errorf("server/discover cacheScope = %q, want public (the same for every caller)", got)
 		}
 	})
 	t.Run("tools/call outside the grant", func(t *testing.T) {
@@ -562,6 +585,9 @@ tools = ["test_simple_text"]
 		if n := count(as("key-fix"), l.method, l.field); n == 0 {
 			t.Errorf("%s with a grant of the plugin = 0, want the plugin's", l.method)
 		}
+		if got := cacheScope(t, as("key-fix"), l.method); got != "private" {
+			t.Errorf("%s cacheScope = %q, want private (it varies per caller)", l.method, got)
+		}
 	}
 	calls := []struct {
 		method string
@@ -576,8 +602,14 @@ tools = ["test_simple_text"]
 		if r, err := as("key-other").Call(c.method, c.params, h); err != nil || r.Error == nil || !strings.Contains(r.Error.Message, "not found") && !strings.Contains(r.Error.Message, "unknown prompt") {
 			t.Errorf("%s without a grant = %+v, %v, want it answered as one that does not exist", c.method, r, err)
 		}
-		if r, err := as("key-fix").Call(c.method, c.params, h); err != nil || r.Error != nil {
+		r, err := as("key-fix").Call(c.method, c.params, h)
+		if err != nil || r.Error != nil {
 			t.Errorf("%s with a grant = %+v, %v, want a result", c.method, r, err)
+			continue
+		}
+		// Whether there is anything to read depends on the caller too.
+		if c.method == "resources/read" && !strings.Contains(string(r.Result), `"cacheScope":"private"`) {
+			t.Errorf("resources/read with a grant = %s, want cacheScope private", r.Result)
 		}
 	}
 }
