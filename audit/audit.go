@@ -58,9 +58,13 @@ type Record struct {
 	// ArgsSHA256 is the hex SHA-256 of the arguments' canonical JSON (RFC 8785
 	// style, internal/canonjson): equal arguments give equal digests, and
 	// nothing of their values can be read back.
-	ArgsSHA256 string  `json:"argsSha256,omitempty"`
-	Outcome    string  `json:"outcome,omitempty"`   // Outcome*
-	ErrorCode  int64   `json:"errorCode,omitempty"` // with OutcomeError, or a failed task's
+	ArgsSHA256 string `json:"argsSha256,omitempty"`
+	Outcome    string `json:"outcome,omitempty"`   // Outcome*
+	ErrorCode  int64  `json:"errorCode,omitempty"` // with OutcomeError, or a failed task's
+	// HTTPStatus is the status of an HTTP answer that was not 200: a request
+	// refused before it was read (MethodRefused), or a tools/call answered with
+	// a 403 scope challenge.
+	HTTPStatus int     `json:"httpStatus,omitempty"`
 	DurationMS float64 `json:"durationMs,omitempty"`
 	// Inputs counts the guest's requests for input by method
 	// (elicitation/create, sampling/createMessage).

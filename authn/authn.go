@@ -274,11 +274,67 @@ func (a *Authenticator) Allowed(ti *auth.TokenInfo, tool string) bool {
 		default:
 			continue
 		}
-		for _, p := range g.Tools {
-			if p == tool || strings.HasSuffix(p, "*") && strings.HasPrefix(tool, p[:len(p)-1]) {
-				return true
-			}
+		if g.match(tool) > 0 {
+			return true
 		}
 	}
 	return false
+}
+
+// match says how closely one of g's tool names matches tool: 0 for none, more for a
+// longer prefix before a "*", most for the name itself.
+func (g Grant) match(tool string) int {
+	best := 0
+	for _, p := range g.Tools {
+		switch {
+		case p == tool:
+			return len(tool) + 2
+		case strings.HasSuffix(p, "*") && strings.HasPrefix(tool, p[:len(p)-1]):
+			best = max(best, len(p)) // "*" alone: 1
+		}
+	}
+	return best
+}
+
+// NotGranted says how to refuse the identity ti a call of tool, which Allowed
+// refuses. msg names the tool and what is missing. For an OAuth token, scopes are
+// what a token needs for the tool: the required scopes, then the scope of the
+// narrowest grant of it (its name before a prefix, a longer prefix before a shorter,
+// the first in config order among equals); challenge is the WWW-Authenticate value
+// of the HTTP 403 that asks for them (RFC 6750 error="insufficient_scope" with
+// scope and resource_metadata: MCP's scope challenge, after which a client may get
+// a token with them and try again). Both are empty when no scope grants the tool,
+// and for an API key, whose scopes its holder cannot change.
+func (a *Authenticator) NotGranted(ti *auth.TokenInfo, tool string) (msg string, scopes []string, challenge string) {
+	if ti != nil && a.mode == ModeAPIKeys {
+		return fmt.Sprintf("tool %q is not granted to key %q", tool, strings.TrimPrefix(ti.UserID, "key:")), nil, ""
+	}
+	var scope string
+	best := 0
+	for _, g := range a.grants {
+		if m := g.match(tool); g.Scope != "" && m > best {
+			scope, best = g.Scope, m
+		}
+	}
+	if ti == nil || a.mode != ModeOAuth || scope == "" {
+		return fmt.Sprintf("tool %q is not granted to this caller, and no scope grants it", tool), nil, ""
+	}
+	scopes = append(slices.Clone(a.required), scope)
+	challenge = a.challenge(`error="insufficient_scope"`, fmt.Sprintf("scope=%q", strings.Join(scopes, " ")),
+		fmt.Sprintf("error_description=%q", "tool "+tool+" needs scope "+scope))
+	return fmt.Sprintf("tool %q needs scope %q, which this token does not have: ask for a token with scope %q", tool, scope, strings.Join(scopes, " ")),
+		scopes, challenge
+}
+
+// challenge is a WWW-Authenticate value: Bearer with params, then the RFC 9728
+// document's URL as resource_metadata when there is one.
+func (a *Authenticator) challenge(params ...string) string {
+	if u := MetadataURL(a.resource); u != "" {
+		params = append(params, fmt.Sprintf("resource_metadata=%q", u))
+	}
+	v := "Bearer"
+	if len(params) > 0 {
+		v += " " + strings.Join(params, ", ")
+	}
+	return v
 }

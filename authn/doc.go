@@ -17,5 +17,9 @@
 // refresh period, or a token names an unknown key (at most once per 10s). No
 // goroutine runs in the background; a slow issuer holds verifications for at most
 // the fetch timeout (10s), and a failed fetch keeps the keys it had.
-// [Authenticator.Allowed] answers the grants. The token itself goes nowhere else.
+// [Authenticator.Allowed] answers the grants, and [Authenticator.NotGranted] how a
+// call outside them is refused: for an OAuth token that another scope would let
+// call the tool, with the 403 scope challenge (error="insufficient_scope" and the
+// scopes) that the host sends. The token itself goes nowhere else: the handler
+// behind Wrap reads "Bearer verified" in Authorization.
 package authn

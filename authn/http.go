@@ -57,14 +57,7 @@ func (a *Authenticator) Wrap(next http.Handler) http.Handler {
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: a.skew})(next)
 
 	challenge := func(w http.ResponseWriter, status int, params ...string) {
-		if metaURL != "" {
-			params = append(params, fmt.Sprintf("resource_metadata=%q", metaURL))
-		}
-		v := "Bearer"
-		if len(params) > 0 {
-			v += " " + strings.Join(params, ", ")
-		}
-		w.Header().Set("WWW-Authenticate", v)
+		w.Header().Set("WWW-Authenticate", a.challenge(params...))
 		http.Error(w, http.StatusText(status), status)
 	}
 	guard := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

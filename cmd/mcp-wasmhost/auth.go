@@ -68,12 +68,15 @@ func authenticator(a config.Auth, logger *slog.Logger, m *metrics.Metrics) (*aut
 	return authn.New(opts)
 }
 
-// authorize is the host's view of guard's grants; nil (every tool) without one.
-func authorize(guard *authn.Authenticator) host.Authorize {
+// The authenticator answers the host's questions about grants.
+var _ host.Grants = (*authn.Authenticator)(nil)
+
+// grants is the host's view of guard's grants; nil (every tool) without one.
+func grants(guard *authn.Authenticator) host.Grants {
 	if guard == nil {
-		return nil
+		return nil // not a typed nil in the interface
 	}
-	return guard.Allowed
+	return guard
 }
 
 // openAudit opens the [server.audit] trail; nil when path is "".

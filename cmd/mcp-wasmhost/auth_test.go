@@ -27,6 +27,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
@@ -296,15 +297,61 @@ func TestAuthGrantsAndOwners(t *testing.T) {
 		}
 	})
 	t.Run("tools/call outside the grant", func(t *testing.T) {
-		resp, err := alice.Call("tools/call", map[string]any{"name": "toolbox_json_format", "arguments": map[string]any{"json": "{}"}}, nil)
-		if err != nil || resp.Error == nil || resp.Error.Code != -32602 || resp.Error.Message != `unknown tool "toolbox_json_format"` {
-			t.Errorf("alice's tools/call(toolbox_json_format) = %+v, %v, want -32602 unknown tool", resp, err)
+		// A token without the scope gets MCP's scope challenge: 403 with the
+		// scopes that would grant the tool and the RFC 9728 document, and the
+		// JSON-RPC error naming both, stateless and in a session alike.
+		const meta = `resource_metadata="http://rs.test/.well-known/oauth-protected-resource/mcp"`
+		check := func(what string, status int, header http.Header, e *jsonrpc.Error) {
+			t.Helper()
+			ch := header.Get("WWW-Authenticate")
+			if status != http.StatusForbidden || !strings.HasPrefix(ch, "Bearer ") {
+				t.Errorf("%s = HTTP %d, WWW-Authenticate %q; want 403 with a Bearer challenge", what, status, ch)
+			}
+			for _, want := range []string{`error="insufficient_scope"`, `scope="mcp tools:json"`, meta} {
+				if !strings.Contains(ch, want) {
+					t.Errorf("%s: WWW-Authenticate = %q, want it to hold %s", what, ch, want)
+				}
+			}
+			var data struct {
+				Tool   string   `json:"tool"`
+				Scopes []string `json:"scopes"`
+			}
+			if e == nil || e.Code != -32003 || !strings.Contains(e.Message, `"toolbox_json_format"`) || !strings.Contains(e.Message, `"tools:json"`) ||
+				json.Unmarshal(e.Data, &data) != nil || data.Tool != "toolbox_json_format" || !slices.Equal(data.Scopes, []string{"mcp", "tools:json"}) {
+				t.Errorf("%s: error = %+v, want -32003 naming the tool and its scope, data {tool, scopes [mcp tools:json]}", what, e)
+			}
 		}
-		e := session(aliceTok).CallErr("tools/call", map[string]any{"name": "toolbox_json_format", "arguments": map[string]any{"json": "{}"}})
-		if e == nil || e.Code != -32602 {
-			t.Errorf("alice's session tools/call(toolbox_json_format) = %v, want -32602", e)
+		format := map[string]any{"name": "toolbox_json_format", "arguments": map[string]any{"json": "{}"}}
+		resp, err := alice.Call("tools/call", format, nil)
+		if err != nil {
+			t.Fatalf("alice's tools/call(toolbox_json_format): %v", err)
 		}
-		resp, err = bob.Call("tools/call", map[string]any{"name": "toolbox_json_format", "arguments": map[string]any{"json": "{}"}}, nil)
+		check("alice's stateless tools/call(toolbox_json_format)", resp.HTTPStatus, resp.Header, resp.Error)
+
+		ctx := context.Background()
+		auth := map[string]string{"Authorization": "Bearer " + aliceTok}
+		init := rawPost(ctx, t, http.DefaultClient, url, auth, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+			"params": map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "raw", "version": "1"}}})
+		init.Body.Close()
+		auth["Mcp-Session-Id"], auth["MCP-Protocol-Version"] = init.Header.Get("Mcp-Session-Id"), "2025-11-25"
+		hr := rawPost(ctx, t, http.DefaultClient, url, auth, map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": format})
+		var answer struct {
+			ID    int            `json:"id"`
+			Error *jsonrpc.Error `json:"error"`
+		}
+		err = json.NewDecoder(hr.Body).Decode(&answer)
+		hr.Body.Close()
+		if err != nil || answer.ID != 2 || hr.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("alice's session tools/call: %s body, id %d, %v; want the JSON-RPC error for id 2", hr.Header.Get("Content-Type"), answer.ID, err)
+		}
+		check("alice's session tools/call(toolbox_json_format)", hr.StatusCode, hr.Header, answer.Error)
+
+		// A tool that does not exist is unknown to everyone: no challenge.
+		resp, err = alice.Call("tools/call", map[string]any{"name": "toolbox_nope", "arguments": map[string]any{}}, nil)
+		if err != nil || resp.Error == nil || resp.Error.Code != -32602 || !strings.Contains(resp.Error.Message, "unknown tool") || resp.Header.Get("WWW-Authenticate") != "" {
+			t.Errorf("alice's tools/call(toolbox_nope) = %+v, %v, want -32602 unknown tool and no challenge", resp, err)
+		}
+		resp, err = bob.Call("tools/call", format, nil)
 		if err != nil || resp.Error != nil {
 			t.Errorf("bob's tools/call(toolbox_json_format) = %+v, %v, want a result", resp, err)
 		}
@@ -382,7 +429,8 @@ func TestAuthGrantsAndOwners(t *testing.T) {
 	})
 }
 
-// TestAuthAPIKeys: a configured API key is an identity; a wrong key is 401.
+// TestAuthAPIKeys: a configured API key is an identity; a tool outside its grants
+// gets an error naming the key; a wrong key is 401.
 func TestAuthAPIKeys(t *testing.T) {
 	const key = "s3cret-key-for-ci"
 	sum := sha256.Sum256([]byte(key))
@@ -404,6 +452,19 @@ tools = ["toolbox_timer"]
 	}
 	if got := toolNames(t, &mcptest.Stateless{URL: url, Client: &http.Client{Transport: bearer{key}}}); !slices.Equal(got, []string{"toolbox_timer"}) {
 		t.Errorf("tools/list = %v, want [toolbox_timer]", got)
+	}
+	// A tool outside the key's grants: the JSON-RPC error names the key. A key's
+	// scopes are the operator's to change, so there is no challenge to step up
+	// from: the answer is in-band (HTTP 200), in a session as stateless.
+	stateless := &mcptest.Stateless{URL: url, Client: &http.Client{Transport: bearer{key}}}
+	resp, err := stateless.Call("tools/call", map[string]any{"name": "toolbox_json_format", "arguments": map[string]any{"json": "{}"}}, nil)
+	const notGranted = `tool "toolbox_json_format" is not granted to key "ci"`
+	if err != nil || resp.HTTPStatus != 200 || resp.Error == nil || resp.Error.Code != -32003 || resp.Error.Message != notGranted || resp.Header.Get("WWW-Authenticate") != "" {
+		t.Errorf("stateless tools/call outside the grant = %+v, %v; want HTTP 200, -32003 %q, no challenge", resp, err, notGranted)
+	}
+	session := mcptest.Dial(t, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{key}}}, nil)
+	if e := session.CallErr("tools/call", map[string]any{"name": "toolbox_json_format", "arguments": map[string]any{"json": "{}"}}); e.Code != -32003 || e.Message != notGranted {
+		t.Errorf("session tools/call outside the grant = %v, want -32003 %q", e, notGranted)
 	}
 	for _, auth := range []string{"", "Bearer " + key + "x", "Bearer " + strings.ToUpper(key)} {
 		if status, ch := postStatus(t, url, auth); status != 401 || !strings.HasPrefix(ch, "Bearer") {

@@ -224,7 +224,7 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 	}()
 	srv, err := host.New(catalog, host.Options{Audit: trail, Name: cfg.Server.Name, Version: version(), Logger: logger,
 		StateKey: stateKey, Nonces: nonces,
-		Authorize:          authorize(guard),
+		Grants:             grants(guard),
 		MaxParked:          cfg.Server.Auth.MaxParked,
 		MaxToolConcurrency: cfg.Server.Auth.MaxToolConcurrency,
 		Metrics:            tel.metrics,
