@@ -66,10 +66,9 @@ type Options struct {
 	// and a 10s timeout.
 	HTTPClient *http.Client
 	Logger     *slog.Logger // nil discards
-	// OnRefuse, if set, hears of every request Wrap refuses, with the reason:
-	// RefuseMissingToken, RefuseInvalidToken, RefuseScope or RefuseRateLimit
-	// (metrics). It must not block.
-	OnRefuse func(reason string)
+	// OnRefuse, if set, hears of every request Wrap refuses (metrics, the audit
+	// trail). It must not block. Nil means no one hears.
+	OnRefuse func(Refusal)
 }
 
 // Reasons Wrap refuses a request, as Options.OnRefuse hears them.
@@ -79,6 +78,17 @@ const (
 	RefuseScope        = "insufficient_scope" // a required scope is missing: 403
 	RefuseRateLimit    = "rate_limit"         // the identity's rate limit: 429
 )
+
+// Refusal is a request Wrap refused, as Options.OnRefuse hears of it. It holds
+// nothing of the token.
+type Refusal struct {
+	Reason string // RefuseMissingToken, RefuseInvalidToken, RefuseScope or RefuseRateLimit
+	Status int    // the HTTP status answered: 401, 403 or 429
+	// Identity is the verified identity ("oauth:" issuer "#" sub, "key:" name)
+	// for RefuseScope and RefuseRateLimit; "" when there was no valid token.
+	Identity   string
+	RemoteAddr string // the client's address, as http.Request.RemoteAddr
+}
 
 // Key is one API key: its holder's name (the identity), the SHA-256 of the key and
 // its scopes.
@@ -110,7 +120,7 @@ type Authenticator struct {
 	limit    *limiter // nil: no limit
 	rate     float64  // Options.RateLimit
 	now      func() time.Time
-	onRefuse func(reason string)
+	onRefuse func(Refusal)
 }
 
 type apiKey struct {
@@ -130,7 +140,7 @@ func New(opts Options) (*Authenticator, error) {
 		required: opts.RequiredScopes, grants: opts.Grants, now: time.Now,
 		limit: newLimiter(opts.RateLimit, opts.RateBurst), rate: opts.RateLimit, onRefuse: opts.OnRefuse}
 	if a.onRefuse == nil {
-		a.onRefuse = func(string) {}
+		a.onRefuse = func(Refusal) {}
 	}
 	if a.skew == 0 {
 		a.skew = DefaultClockSkew

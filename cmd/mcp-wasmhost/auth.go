@@ -41,8 +41,9 @@ func loopback(addr string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// authenticator makes the [server.auth] authenticator; nil for mode "".
-func authenticator(a config.Auth, logger *slog.Logger, m *metrics.Metrics) (*authn.Authenticator, error) {
+// authenticator makes the [server.auth] authenticator; nil for mode "". Its
+// refusals are counted in m and written to trail (either may be nil).
+func authenticator(a config.Auth, logger *slog.Logger, m *metrics.Metrics, trail *audit.Log) (*authn.Authenticator, error) {
 	if a.Mode == config.AuthNone {
 		return nil, nil
 	}
@@ -50,13 +51,14 @@ func authenticator(a config.Auth, logger *slog.Logger, m *metrics.Metrics) (*aut
 		JWKSFile: a.JWKSFile, JWKSRefresh: a.JWKSRefresh.Duration, Algorithms: a.Algorithms,
 		ClockSkew: a.ClockSkew.Duration, RequiredScopes: a.RequiredScopes, Logger: logger,
 		RateLimit: a.RateLimit, RateBurst: a.RateBurst}
-	if m != nil {
-		opts.OnRefuse = func(reason string) {
-			if reason == authn.RefuseRateLimit {
+	if m != nil || trail != nil {
+		opts.OnRefuse = func(r authn.Refusal) {
+			if r.Reason == authn.RefuseRateLimit {
 				m.Refused(metrics.RefusedRateLimit)
-				return
+			} else {
+				m.AuthFailure(r.Reason)
 			}
-			m.AuthFailure(reason)
+			trail.Refused(audit.Record{Identity: r.Identity, Source: clientIP(r.RemoteAddr), Reason: r.Reason, HTTPStatus: r.Status})
 		}
 	}
 	for _, k := range a.Keys {
@@ -66,6 +68,14 @@ func authenticator(a config.Auth, logger *slog.Logger, m *metrics.Metrics) (*aut
 		opts.Grants = append(opts.Grants, authn.Grant{Scope: g.Scope, Key: g.Key, Tools: g.Tools})
 	}
 	return authn.New(opts)
+}
+
+// clientIP is the IP address of remoteAddr (host:port), or remoteAddr as it is.
+func clientIP(remoteAddr string) string {
+	if ap, err := netip.ParseAddrPort(remoteAddr); err == nil {
+		return ap.Addr().Unmap().String()
+	}
+	return remoteAddr
 }
 
 // The authenticator answers the host's questions about grants.
