@@ -130,6 +130,10 @@ tools = ["toolbox_slow_*", "toolbox_timer"]
 scope = "tools:json"
 tools = ["toolbox_json_format"]
 
+[[server.auth.grants]]
+scope = "tools:notes"
+tools = ["toolbox_write_note"]
+
 `, as.issuer, testResource, as.srv.URL+"/jwks")+pluginTOML(t, "toolbox", "plugins/toolbox/toolbox.wasm", ""))
 }
 
@@ -259,8 +263,10 @@ func cacheScope(t *testing.T, s *mcptest.Stateless, method string) string {
 }
 
 // TestAuthGrantsAndOwners: a caller sees and may call only the tools its scopes are
-// granted; a task belongs to its subject, on both wires: visible to that subject
-// from a new session or a stateless request, to no one else.
+// granted (a call of another gets the scope challenge); lists vary per caller, so
+// their cacheScope is private; a task belongs to its subject, on both wires:
+// visible to that subject from a new session or a stateless request, and answered
+// and cancelled from another session of its, by no one else.
 func TestAuthGrantsAndOwners(t *testing.T) {
 	as := newTestAS(t)
 	url, _ := startHTTP(t, oauthConfig(t, as))
@@ -398,6 +404,52 @@ func TestAuthGrantsAndOwners(t *testing.T) {
 			t.Errorf("bob's session tasks/get of alice's task = nil error, want one")
 		}
 		session(aliceTok).Get(created.TaskID)
+	})
+	t.Run("input from a second session", func(t *testing.T) {
+		// alice starts toolbox_write_note in one session (the Tasks extension on
+		// 2025-11-25); it asks her to confirm. From a second session of hers she
+		// sees the request, answers it, and cancels another such task; bob can
+		// do neither.
+		notesTok := as.mint(t, as.user("alice", "mcp tools:notes"), jose.RS256, nil, "k1")
+		ext := func(tok string) *mcptest.Client {
+			return mcptest.DialWith(t, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{tok}}},
+				nil, mcptest.TasksExtension())
+		}
+		a1, a2, b := ext(notesTok), ext(notesTok), ext(bobTok)
+		start := func(name string) string {
+			var created extTask
+			a1.MustCall("tools/call", map[string]any{"name": "toolbox_write_note", "arguments": map[string]any{"name": name, "text": "x"}}, &created)
+			if created.ResultType != "task" || created.TaskID == "" {
+				t.Fatalf("alice's tools/call(toolbox_write_note) = %+v, want a task", created)
+			}
+			return created.TaskID
+		}
+		answered, cancelled := start("answered.txt"), start("cancelled.txt")
+		got := pollExt(t, a2, answered, 30*time.Second, func(x extTask) bool { return x.Status == "input_required" && len(x.InputRequests) == 1 })
+		var key string
+		for k := range got.InputRequests {
+			key = k
+		}
+		decline := map[string]any{"taskId": answered, "inputResponses": map[string]any{key: map[string]any{"action": "decline"}}}
+		if e := b.CallErr0("tasks/update", decline); e == nil {
+			t.Errorf("bob's tasks/update of alice's task = nil error, want one")
+		}
+		if e := b.CallErr0("tasks/cancel", map[string]any{"taskId": cancelled}); e == nil {
+			t.Errorf("bob's tasks/cancel of alice's task = nil error, want one")
+		}
+		a2.MustCall("tasks/update", decline, nil)
+		pollExt(t, a2, answered, 30*time.Second, func(x extTask) bool { return x.Status == "completed" })
+		var done json.RawMessage
+		a2.MustCall("tasks/get", map[string]any{"taskId": answered}, &done)
+		if !strings.Contains(string(done), `Not written: the user answered \"decline\"`) {
+			t.Errorf("alice's answered task = %s, want the guest to have read her answer (decline)", done)
+		}
+
+		pollExt(t, a2, cancelled, 30*time.Second, func(x extTask) bool { return x.Status == "input_required" })
+		a2.MustCall("tasks/cancel", map[string]any{"taskId": cancelled}, nil)
+		if x := pollExt(t, a1, cancelled, 30*time.Second, func(x extTask) bool { return x.Status != "input_required" }); x.Status != "cancelled" {
+			t.Errorf("alice's task cancelled from her second session = %s, want cancelled (seen from the first)", x.Status)
+		}
 	})
 	t.Run("2025-11-25 task", func(t *testing.T) {
 		a := session(aliceTok)
