@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -43,8 +44,19 @@ type Options struct {
 	Mode     string // ModeOAuth or ModeAPIKeys
 	Resource string // this server's resource URI: the tokens' audience; "" for no RFC 9728 document (api_keys only)
 	Issuer   string // the token issuer (oauth)
-	JWKSURL  string // where the issuer's keys are fetched (oauth; or JWKSFile)
+	JWKSURL  string // where the issuer's keys are fetched (oauth; or JWKSFile, or introspection alone)
 	JWKSFile string // a local JWKS (oauth; or JWKSURL)
+	// IntrospectionURL is the issuer's RFC 7662 token introspection endpoint
+	// (oauth): a token that is not a JWT this server can check (no JWKS, or not a
+	// JWS in Algorithms) is checked there. "" means JWTs only.
+	IntrospectionURL string
+	// IntrospectionClientID and the secret in IntrospectionSecretFile (read here,
+	// surrounding blanks trimmed) authenticate this server to the endpoint.
+	IntrospectionClientID   string
+	IntrospectionSecretFile string
+	// IntrospectionCache is how long an active token's answer is reused, at most
+	// until its exp. 0 means DefaultIntrospectionCache.
+	IntrospectionCache time.Duration
 	// JWKSRefresh is how often JWKSURL is refetched. 0 means DefaultJWKSRefresh.
 	JWKSRefresh time.Duration
 	// Algorithms allowed; nil means DefaultAlgorithms. Others than asymmetric are
@@ -114,7 +126,8 @@ type Authenticator struct {
 	algs     []jose.SignatureAlgorithm
 	skew     time.Duration
 	required []string
-	keys     *keySet
+	keys     *keySet       // nil: no JWKS (introspection only)
+	intro    *introspector // nil: no introspection
 	apiKeys  []apiKey
 	grants   []Grant
 	limit    *limiter // nil: no limit
@@ -161,6 +174,10 @@ func New(opts Options) (*Authenticator, error) {
 		if opts.Issuer == "" || opts.Resource == "" {
 			return nil, errors.New("authn: oauth needs an issuer and a resource")
 		}
+		client := opts.HTTPClient
+		if client == nil {
+			client = &http.Client{Timeout: fetchTimeout}
+		}
 		switch {
 		case opts.JWKSFile != "":
 			ks, err := loadKeySet(opts.JWKSFile)
@@ -169,17 +186,27 @@ func New(opts Options) (*Authenticator, error) {
 			}
 			a.keys = ks
 		case opts.JWKSURL != "":
-			client := opts.HTTPClient
-			if client == nil {
-				client = &http.Client{Timeout: fetchTimeout}
-			}
 			refresh := opts.JWKSRefresh
 			if refresh == 0 {
 				refresh = DefaultJWKSRefresh
 			}
 			a.keys = &keySet{url: opts.JWKSURL, refresh: refresh, client: client, logger: logger}
-		default:
-			return nil, errors.New("authn: oauth needs a JWKS URL or file")
+		case opts.IntrospectionURL == "":
+			return nil, errors.New("authn: oauth needs a JWKS URL or file, or an introspection URL")
+		}
+		if opts.IntrospectionURL != "" {
+			secret, err := os.ReadFile(opts.IntrospectionSecretFile)
+			if err != nil {
+				return nil, fmt.Errorf("authn: introspection secret: %w", err)
+			}
+			keep := opts.IntrospectionCache
+			if keep == 0 {
+				keep = DefaultIntrospectionCache
+			}
+			a.intro = &introspector{url: opts.IntrospectionURL, clientID: opts.IntrospectionClientID,
+				secret: strings.TrimSpace(string(secret)), client: client, keep: keep, issuer: opts.Issuer,
+				resource: opts.Resource, skew: a.skew, logger: logger, slots: make(chan struct{}, maxIntrospecting),
+				answers: map[[sha256.Size]byte]introspected{}}
 		}
 	case ModeAPIKeys:
 		for _, k := range opts.Keys {
@@ -208,7 +235,17 @@ func (a *Authenticator) Verify(ctx context.Context, token string) (*auth.TokenIn
 	if a.mode == ModeAPIKeys {
 		return a.verifyKey(token)
 	}
-	return a.verifyJWT(ctx, token)
+	if a.intro == nil {
+		return a.verifyJWT(ctx, token, nil)
+	}
+	// A JWS this server can check is checked here, never sent on; any other
+	// token goes to the issuer's introspection endpoint.
+	if a.keys != nil {
+		if tok, err := jwt.ParseSigned(token, a.algs); err == nil {
+			return a.verifyJWT(ctx, token, tok)
+		}
+	}
+	return a.intro.verify(ctx, token, a.now())
 }
 
 func (a *Authenticator) verifyKey(token string) (*auth.TokenInfo, error) {
@@ -232,10 +269,13 @@ type accessClaims struct {
 	Scp   []string `json:"scp"`
 }
 
-func (a *Authenticator) verifyJWT(ctx context.Context, token string) (*auth.TokenInfo, error) {
-	tok, err := jwt.ParseSigned(token, a.algs)
-	if err != nil {
-		return nil, errInvalid("malformed token or algorithm not allowed")
+// verifyJWT checks token, already parsed as tok when not nil.
+func (a *Authenticator) verifyJWT(ctx context.Context, token string, tok *jwt.JSONWebToken) (*auth.TokenInfo, error) {
+	if tok == nil {
+		var err error
+		if tok, err = jwt.ParseSigned(token, a.algs); err != nil {
+			return nil, errInvalid("malformed token or algorithm not allowed")
+		}
 	}
 	if len(tok.Headers) != 1 {
 		return nil, errInvalid("token must have one signature")

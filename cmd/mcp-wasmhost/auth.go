@@ -49,6 +49,8 @@ func authenticator(a config.Auth, logger *slog.Logger, m *metrics.Metrics, trail
 	}
 	opts := authn.Options{Mode: a.Mode, Resource: a.Resource, Issuer: a.Issuer, JWKSURL: a.JWKSURL,
 		JWKSFile: a.JWKSFile, JWKSRefresh: a.JWKSRefresh.Duration, Algorithms: a.Algorithms,
+		IntrospectionURL: a.IntrospectionURL, IntrospectionClientID: a.IntrospectionClientID,
+		IntrospectionSecretFile: a.IntrospectionSecretFile, IntrospectionCache: a.IntrospectionCache.Duration,
 		ClockSkew: a.ClockSkew.Duration, RequiredScopes: a.RequiredScopes, Logger: logger,
 		RateLimit: a.RateLimit, RateBurst: a.RateBurst}
 	if m != nil || trail != nil {

@@ -18,9 +18,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -762,5 +764,95 @@ func TestAuthKeyRotation(t *testing.T) {
 	status, ch = postStatus(t, url, "Bearer "+oldTok)
 	if status != 401 || !strings.Contains(ch, `error="invalid_token"`) || !strings.Contains(ch, "unknown signing key") {
 		t.Errorf("the retired k1's token = %d (%s), want 401 invalid_token, unknown signing key", status, ch)
+	}
+}
+
+// TestAuthIntrospection: with introspection_url, an opaque access token is checked
+// at the issuer's RFC 7662 endpoint (this server authenticated with its client id
+// and the secret from its file): an active one for this resource is the identity of
+// its sub, the same as that sub's JWT (a task started with one is read with the
+// other); an inactive one, or one for another resource, gets 401 invalid_token; the
+// answer is kept (asked once); a JWT is still checked with the JWKS, never sent.
+func TestAuthIntrospection(t *testing.T) {
+	as := newTestAS(t)
+	var mu sync.Mutex
+	asked := map[string]int{}
+	active := map[string]map[string]any{
+		"opaque-alice-6f1e": {"active": true, "sub": "alice", "aud": testResource, "iss": as.issuer, "scope": "mcp tools:slow",
+			"exp": time.Now().Add(time.Hour).Unix()},
+		"opaque-other-aud": {"active": true, "sub": "alice", "aud": "http://other.test/mcp", "scope": "mcp tools:slow"},
+	}
+	as.mux.HandleFunc("POST /introspect", func(w http.ResponseWriter, r *http.Request) {
+		if id, secret, ok := r.BasicAuth(); !ok || id != "mcp-wasmhost" || secret != "introspection-secret" {
+			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+			return
+		}
+		tok := r.PostFormValue("token")
+		mu.Lock()
+		asked[tok]++
+		mu.Unlock()
+		answer, ok := active[tok]
+		if !ok {
+			answer = map[string]any{"active": false}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(answer)
+	})
+	times := func(tok string) int { mu.Lock(); defer mu.Unlock(); return asked[tok] }
+	secret := filepath.Join(t.TempDir(), "introspection.secret")
+	if err := os.WriteFile(secret, []byte("introspection-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(oauthConfig(t, as))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withIntrospection := strings.Replace(string(doc), "clock_skew = \"5s\"\n", fmt.Sprintf(`clock_skew = "5s"
+introspection_url = %q
+introspection_client_id = "mcp-wasmhost"
+introspection_secret_file = %q
+`, as.srv.URL+"/introspect", secret), 1)
+	if withIntrospection == string(doc) {
+		t.Fatal("no clock_skew line in oauthConfig to add introspection after")
+	}
+	url, _ := startHTTP(t, writeConfig(t, withIntrospection))
+
+	const opaque = "opaque-alice-6f1e"
+	for _, tc := range []struct {
+		auth   string
+		status int
+	}{
+		{"Bearer " + opaque, 200},
+		{"Bearer " + opaque, 200},
+		{"Bearer opaque-revoked", 401},
+		{"Bearer opaque-other-aud", 401},
+	} {
+		status, ch := postStatus(t, url, tc.auth)
+		if status != tc.status || tc.status == 401 && !strings.Contains(ch, `error="invalid_token"`) {
+			t.Errorf("%s = %d (%s), want %d", tc.auth, status, ch, tc.status)
+		}
+	}
+	if n := times(opaque); n != 1 {
+		t.Errorf("the endpoint was asked %d times about the same token, want 1 (its answer kept)", n)
+	}
+
+	alice := &mcptest.Stateless{URL: url, Caps: mcptest.TasksExtension(), Client: &http.Client{Transport: bearer{opaque}}}
+	if got, want := toolNames(t, alice), []string{"toolbox_slow_count", "toolbox_timer"}; !slices.Equal(got, want) {
+		t.Errorf("tools/list with the opaque token = %v, want %v (its scopes' grants)", got, want)
+	}
+	resp, err := alice.Call("tools/call", map[string]any{"name": "toolbox_slow_count", "arguments": map[string]any{"to": 50, "delay_ms": 100}}, nil)
+	var created struct {
+		TaskID string `json:"taskId"`
+	}
+	if err != nil || resp.Error != nil || json.Unmarshal(resp.Result, &created) != nil || created.TaskID == "" {
+		t.Fatalf("tools/call with the opaque token = %+v, %v, want a task", resp, err)
+	}
+	jwtTok := as.mint(t, as.user("alice", "mcp tools:slow"), jose.RS256, nil, "k1")
+	withJWT := &mcptest.Stateless{URL: url, Caps: mcptest.TasksExtension(), Client: &http.Client{Transport: bearer{jwtTok}}}
+	if got, err := withJWT.Call("tasks/get", map[string]any{"taskId": created.TaskID}, nil); err != nil || got.Error != nil {
+		t.Errorf("alice's JWT tasks/get of the task her opaque token started = %+v, %v, want it (one identity)", got, err)
+	}
+	if n := times(jwtTok); n != 0 {
+		t.Errorf("the JWT was sent to the introspection endpoint %d times, want never", n)
 	}
 }
