@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Defaults of Options.
@@ -29,7 +31,20 @@ const (
 	MethodTaskStatus = "task/status"   // a task's status changed
 	MethodTaskRun    = "task/run"      // a task's run ended: its tool, outcome, duration and host calls
 	MethodDropped    = "audit/dropped" // Dropped lines were not written (the queue was full)
+	// MethodRefused is a request refused before it was read (authn: no token or
+	// an invalid one, a required scope missing, the identity's rate limit): its
+	// Reason and HTTPStatus, the Identity when the token was valid, and the
+	// client's address as Source. Written by Log.Refused.
+	MethodRefused = "auth/refused"
 )
+
+// MaxRefusedPerSecond bounds the MethodRefused lines a Log writes, in a burst and
+// per second. Anyone who can reach the port can send requests without a valid
+// token as fast as the server refuses them; a line for each would push every other
+// line out of the kept files (keep x max_mib) within minutes. Past the bound
+// refusals are counted, not written: the next refusal line written carries the
+// count as Dropped (and metrics count them all).
+const MaxRefusedPerSecond = 100
 
 // Outcomes of a request.
 const (
@@ -48,27 +63,37 @@ type Record struct {
 	Identity  string `json:"identity,omitempty"`
 	Session   string `json:"session,omitempty"`   // the Mcp-Session-Id, on stateful HTTP
 	Requester string `json:"requester,omitempty"` // who owns its tasks (host's owner)
-	Source    string `json:"source,omitempty"`    // an anonymous requester's network source
-	Method    string `json:"method"`              // tools/call, resources/read, prompts/get, or a Method*
-	Tool      string `json:"tool,omitempty"`
-	Resource  string `json:"resource,omitempty"` // resources/read: the URI
-	Prompt    string `json:"prompt,omitempty"`   // prompts/get: the name
-	TaskID    string `json:"taskId,omitempty"`
-	Status    string `json:"status,omitempty"` // a task's status
+	// Source is an anonymous requester's network source; on MethodRefused, the
+	// client's IP address.
+	Source   string `json:"source,omitempty"`
+	Method   string `json:"method"`           // tools/call, resources/read, prompts/get, or a Method*
+	Reason   string `json:"reason,omitempty"` // on MethodRefused: why (authn's Refuse* reasons)
+	Tool     string `json:"tool,omitempty"`
+	Resource string `json:"resource,omitempty"` // resources/read: the URI
+	Prompt   string `json:"prompt,omitempty"`   // prompts/get: the name
+	TaskID   string `json:"taskId,omitempty"`
+	Status   string `json:"status,omitempty"` // a task's status
 	// ArgsSHA256 is the hex SHA-256 of the arguments' canonical JSON (RFC 8785
 	// style, internal/canonjson): equal arguments give equal digests, and
 	// nothing of their values can be read back.
-	ArgsSHA256 string  `json:"argsSha256,omitempty"`
-	Outcome    string  `json:"outcome,omitempty"`   // Outcome*
-	ErrorCode  int64   `json:"errorCode,omitempty"` // with OutcomeError, or a failed task's
+	ArgsSHA256 string `json:"argsSha256,omitempty"`
+	Outcome    string `json:"outcome,omitempty"`   // Outcome*
+	ErrorCode  int64  `json:"errorCode,omitempty"` // with OutcomeError, or a failed task's
+	// HTTPStatus is the status of an HTTP answer that was not 200: a request
+	// refused before it was read (MethodRefused), or a tools/call answered with
+	// a 403 scope challenge.
+	HTTPStatus int     `json:"httpStatus,omitempty"`
 	DurationMS float64 `json:"durationMs,omitempty"`
 	// Inputs counts the guest's requests for input by method
 	// (elicitation/create, sampling/createMessage).
 	Inputs map[string]int `json:"inputs,omitempty"`
 	// Egress are the origins the guest's "http" requests named (a redirect's
 	// too), allowed or refused: each once, in order of first use.
-	Egress  []string `json:"egress,omitempty"`
-	Dropped int64    `json:"dropped,omitempty"` // with MethodDropped
+	Egress []string `json:"egress,omitempty"`
+	// Dropped is, on MethodDropped, how many lines were not written since the
+	// previous one (the queue was full); on MethodRefused, how many refusals
+	// before this one were not written (over MaxRefusedPerSecond).
+	Dropped int64 `json:"dropped,omitempty"`
 }
 
 // DecodeLine reads one line of the audit trail strictly: unknown fields, a missing
@@ -116,6 +141,9 @@ type Log struct {
 	pending atomic.Int64 // dropped since the last dropped line
 	dropped atomic.Int64 // dropped in all
 
+	refusals  *rate.Limiter // MethodRefused lines (MaxRefusedPerSecond)
+	unwritten atomic.Int64  // refusals not written since the last refusal line
+
 	// The writer goroutine's alone.
 	f       *os.File
 	w       *bufio.Writer
@@ -145,7 +173,8 @@ func Open(opts Options) (*Log, error) {
 		opts.Queue = DefaultQueue
 	}
 	l := &Log{opts: opts, logger: opts.Logger, queue: make(chan Record, opts.Queue),
-		closing: make(chan struct{}), done: make(chan struct{})}
+		closing: make(chan struct{}), done: make(chan struct{}),
+		refusals: rate.NewLimiter(MaxRefusedPerSecond, MaxRefusedPerSecond)}
 	if l.logger == nil {
 		l.logger = slog.New(slog.DiscardHandler)
 	}
@@ -197,6 +226,23 @@ func (l *Log) Record(r Record) {
 	default:
 		l.drop()
 	}
+}
+
+// Refused records r as a request refused before it was read (its Method becomes
+// MethodRefused), unless MaxRefusedPerSecond such lines were written in the last
+// second: then it is only counted, and the count goes on the next refusal line
+// written, as Dropped. It never waits.
+func (l *Log) Refused(r Record) {
+	if l == nil {
+		return
+	}
+	if !l.refusals.Allow() {
+		l.unwritten.Add(1)
+		return
+	}
+	r.Method = MethodRefused
+	r.Dropped = l.unwritten.Swap(0)
+	l.Record(r)
 }
 
 func (l *Log) drop() {

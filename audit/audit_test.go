@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
@@ -259,4 +260,43 @@ func BenchmarkRecord(b *testing.B) {
 	b.StopTimer()
 	l.Close(context.Background())
 	b.ReportMetric(float64(l.Dropped())/float64(b.N), "dropped/op")
+}
+
+// TestRefusedBounded: refusal lines are written up to MaxRefusedPerSecond at once
+// and per second; the rest are counted, and the count is on the next refusal line
+// written, so that lines written plus counts make every refusal.
+func TestRefusedBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "audit.jsonl")
+		l, err := Open(Options{Path: path, Queue: 1024})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const flood = 3 * MaxRefusedPerSecond
+		for range flood {
+			l.Refused(Record{Reason: "missing_token", HTTPStatus: 401, Source: "192.0.2.7"})
+		}
+		time.Sleep(time.Second) // the bucket refills
+		l.Refused(Record{Reason: "rate_limit", HTTPStatus: 429, Identity: "key:ci"})
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		lines := readLines(t, path)
+		if len(lines) != MaxRefusedPerSecond+1 {
+			t.Fatalf("%d lines for %d refusals at once and one a second later, want %d", len(lines), flood+1, MaxRefusedPerSecond+1)
+		}
+		var counted int64
+		for i, r := range lines {
+			if r.Method != MethodRefused || r.Reason == "" || r.HTTPStatus == 0 {
+				t.Errorf("line %d = %+v, want a refusal with its reason and status", i, r)
+			}
+			counted += r.Dropped
+		}
+		if last := lines[len(lines)-1]; last.Reason != "rate_limit" || last.Identity != "key:ci" || last.Dropped != flood-MaxRefusedPerSecond {
+			t.Errorf("the line after the flood = %+v, want rate_limit for key:ci with dropped %d", last, flood-MaxRefusedPerSecond)
+		}
+		if int64(len(lines))+counted != flood+1 {
+			t.Errorf("lines %d + counted %d != %d refusals", len(lines), counted, flood+1)
+		}
+	})
 }

@@ -2,7 +2,11 @@
 // resources/read and prompts/get, and per task status change, saying who ran what,
 // with which outcome, how long it took, and which host calls the guest made (its
 // requests for input by kind, the egress origins it reached). Arguments appear only
-// as the SHA-256 of their canonical JSON: never a value, never a token.
+// as the SHA-256 of their canonical JSON: never a value, never a token. A request
+// refused before it was read (authn: 401, 403, 429) gets a [MethodRefused] line
+// through [Log.Refused], at most [MaxRefusedPerSecond] a second (the rest are
+// counted on the next one), so that a flood of bad tokens cannot rotate the other
+// lines away.
 //
 // A [Log] never makes a call wait: [Log.Record] puts the line on a bounded queue
 // and returns; a full queue drops it, counts it and, once the writer catches up,

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -43,8 +44,19 @@ type Options struct {
 	Mode     string // ModeOAuth or ModeAPIKeys
 	Resource string // this server's resource URI: the tokens' audience; "" for no RFC 9728 document (api_keys only)
 	Issuer   string // the token issuer (oauth)
-	JWKSURL  string // where the issuer's keys are fetched (oauth; or JWKSFile)
+	JWKSURL  string // where the issuer's keys are fetched (oauth; or JWKSFile, or introspection alone)
 	JWKSFile string // a local JWKS (oauth; or JWKSURL)
+	// IntrospectionURL is the issuer's RFC 7662 token introspection endpoint
+	// (oauth): a token that is not a JWT this server can check (no JWKS, or not a
+	// JWS in Algorithms) is checked there. "" means JWTs only.
+	IntrospectionURL string
+	// IntrospectionClientID and the secret in IntrospectionSecretFile (read here,
+	// surrounding blanks trimmed) authenticate this server to the endpoint.
+	IntrospectionClientID   string
+	IntrospectionSecretFile string
+	// IntrospectionCache is how long an active token's answer is reused, at most
+	// until its exp. 0 means DefaultIntrospectionCache.
+	IntrospectionCache time.Duration
 	// JWKSRefresh is how often JWKSURL is refetched. 0 means DefaultJWKSRefresh.
 	JWKSRefresh time.Duration
 	// Algorithms allowed; nil means DefaultAlgorithms. Others than asymmetric are
@@ -66,10 +78,9 @@ type Options struct {
 	// and a 10s timeout.
 	HTTPClient *http.Client
 	Logger     *slog.Logger // nil discards
-	// OnRefuse, if set, hears of every request Wrap refuses, with the reason:
-	// RefuseMissingToken, RefuseInvalidToken, RefuseScope or RefuseRateLimit
-	// (metrics). It must not block.
-	OnRefuse func(reason string)
+	// OnRefuse, if set, hears of every request Wrap refuses (metrics, the audit
+	// trail). It must not block. Nil means no one hears.
+	OnRefuse func(Refusal)
 }
 
 // Reasons Wrap refuses a request, as Options.OnRefuse hears them.
@@ -79,6 +90,17 @@ const (
 	RefuseScope        = "insufficient_scope" // a required scope is missing: 403
 	RefuseRateLimit    = "rate_limit"         // the identity's rate limit: 429
 )
+
+// Refusal is a request Wrap refused, as Options.OnRefuse hears of it. It holds
+// nothing of the token.
+type Refusal struct {
+	Reason string // RefuseMissingToken, RefuseInvalidToken, RefuseScope or RefuseRateLimit
+	Status int    // the HTTP status answered: 401, 403 or 429
+	// Identity is the verified identity ("oauth:" issuer "#" sub, "key:" name)
+	// for RefuseScope and RefuseRateLimit; "" when there was no valid token.
+	Identity   string
+	RemoteAddr string // the client's address, as http.Request.RemoteAddr
+}
 
 // Key is one API key: its holder's name (the identity), the SHA-256 of the key and
 // its scopes.
@@ -104,13 +126,14 @@ type Authenticator struct {
 	algs     []jose.SignatureAlgorithm
 	skew     time.Duration
 	required []string
-	keys     *keySet
+	keys     *keySet       // nil: no JWKS (introspection only)
+	intro    *introspector // nil: no introspection
 	apiKeys  []apiKey
 	grants   []Grant
 	limit    *limiter // nil: no limit
 	rate     float64  // Options.RateLimit
 	now      func() time.Time
-	onRefuse func(reason string)
+	onRefuse func(Refusal)
 }
 
 type apiKey struct {
@@ -130,7 +153,7 @@ func New(opts Options) (*Authenticator, error) {
 		required: opts.RequiredScopes, grants: opts.Grants, now: time.Now,
 		limit: newLimiter(opts.RateLimit, opts.RateBurst), rate: opts.RateLimit, onRefuse: opts.OnRefuse}
 	if a.onRefuse == nil {
-		a.onRefuse = func(string) {}
+		a.onRefuse = func(Refusal) {}
 	}
 	if a.skew == 0 {
 		a.skew = DefaultClockSkew
@@ -151,6 +174,10 @@ func New(opts Options) (*Authenticator, error) {
 		if opts.Issuer == "" || opts.Resource == "" {
 			return nil, errors.New("authn: oauth needs an issuer and a resource")
 		}
+		client := opts.HTTPClient
+		if client == nil {
+			client = &http.Client{Timeout: fetchTimeout}
+		}
 		switch {
 		case opts.JWKSFile != "":
 			ks, err := loadKeySet(opts.JWKSFile)
@@ -159,17 +186,27 @@ func New(opts Options) (*Authenticator, error) {
 			}
 			a.keys = ks
 		case opts.JWKSURL != "":
-			client := opts.HTTPClient
-			if client == nil {
-				client = &http.Client{Timeout: fetchTimeout}
-			}
 			refresh := opts.JWKSRefresh
 			if refresh == 0 {
 				refresh = DefaultJWKSRefresh
 			}
 			a.keys = &keySet{url: opts.JWKSURL, refresh: refresh, client: client, logger: logger}
-		default:
-			return nil, errors.New("authn: oauth needs a JWKS URL or file")
+		case opts.IntrospectionURL == "":
+			return nil, errors.New("authn: oauth needs a JWKS URL or file, or an introspection URL")
+		}
+		if opts.IntrospectionURL != "" {
+			secret, err := os.ReadFile(opts.IntrospectionSecretFile)
+			if err != nil {
+				return nil, fmt.Errorf("authn: introspection secret: %w", err)
+			}
+			keep := opts.IntrospectionCache
+			if keep == 0 {
+				keep = DefaultIntrospectionCache
+			}
+			a.intro = &introspector{url: opts.IntrospectionURL, clientID: opts.IntrospectionClientID,
+				secret: strings.TrimSpace(string(secret)), client: client, keep: keep, issuer: opts.Issuer,
+				resource: opts.Resource, skew: a.skew, logger: logger, slots: make(chan struct{}, maxIntrospecting),
+				answers: map[[sha256.Size]byte]introspected{}}
 		}
 	case ModeAPIKeys:
 		for _, k := range opts.Keys {
@@ -198,7 +235,17 @@ func (a *Authenticator) Verify(ctx context.Context, token string) (*auth.TokenIn
 	if a.mode == ModeAPIKeys {
 		return a.verifyKey(token)
 	}
-	return a.verifyJWT(ctx, token)
+	if a.intro == nil {
+		return a.verifyJWT(ctx, token, nil)
+	}
+	// A JWS this server can check is checked here, never sent on; any other
+	// token goes to the issuer's introspection endpoint.
+	if a.keys != nil {
+		if tok, err := jwt.ParseSigned(token, a.algs); err == nil {
+			return a.verifyJWT(ctx, token, tok)
+		}
+	}
+	return a.intro.verify(ctx, token, a.now())
 }
 
 func (a *Authenticator) verifyKey(token string) (*auth.TokenInfo, error) {
@@ -222,10 +269,13 @@ type accessClaims struct {
 	Scp   []string `json:"scp"`
 }
 
-func (a *Authenticator) verifyJWT(ctx context.Context, token string) (*auth.TokenInfo, error) {
-	tok, err := jwt.ParseSigned(token, a.algs)
-	if err != nil {
-		return nil, errInvalid("malformed token or algorithm not allowed")
+// verifyJWT checks token, already parsed as tok when not nil.
+func (a *Authenticator) verifyJWT(ctx context.Context, token string, tok *jwt.JSONWebToken) (*auth.TokenInfo, error) {
+	if tok == nil {
+		var err error
+		if tok, err = jwt.ParseSigned(token, a.algs); err != nil {
+			return nil, errInvalid("malformed token or algorithm not allowed")
+		}
 	}
 	if len(tok.Headers) != 1 {
 		return nil, errInvalid("token must have one signature")
@@ -274,11 +324,67 @@ func (a *Authenticator) Allowed(ti *auth.TokenInfo, tool string) bool {
 		default:
 			continue
 		}
-		for _, p := range g.Tools {
-			if p == tool || strings.HasSuffix(p, "*") && strings.HasPrefix(tool, p[:len(p)-1]) {
-				return true
-			}
+		if g.match(tool) > 0 {
+			return true
 		}
 	}
 	return false
+}
+
+// match says how closely one of g's tool names matches tool: 0 for none, more for a
+// longer prefix before a "*", most for the name itself.
+func (g Grant) match(tool string) int {
+	best := 0
+	for _, p := range g.Tools {
+		switch {
+		case p == tool:
+			return len(tool) + 2
+		case strings.HasSuffix(p, "*") && strings.HasPrefix(tool, p[:len(p)-1]):
+			best = max(best, len(p)) // "*" alone: 1
+		}
+	}
+	return best
+}
+
+// NotGranted says how to refuse the identity ti a call of tool, which Allowed
+// refuses. msg names the tool and what is missing. For an OAuth token, scopes are
+// what a token needs for the tool: the required scopes, then the scope of the
+// narrowest grant of it (its name before a prefix, a longer prefix before a shorter,
+// the first in config order among equals); challenge is the WWW-Authenticate value
+// of the HTTP 403 that asks for them (RFC 6750 error="insufficient_scope" with
+// scope and resource_metadata: MCP's scope challenge, after which a client may get
+// a token with them and try again). Both are empty when no scope grants the tool,
+// and for an API key, whose scopes its holder cannot change.
+func (a *Authenticator) NotGranted(ti *auth.TokenInfo, tool string) (msg string, scopes []string, challenge string) {
+	if ti != nil && a.mode == ModeAPIKeys {
+		return fmt.Sprintf("tool %q is not granted to key %q", tool, strings.TrimPrefix(ti.UserID, "key:")), nil, ""
+	}
+	var scope string
+	best := 0
+	for _, g := range a.grants {
+		if m := g.match(tool); g.Scope != "" && m > best {
+			scope, best = g.Scope, m
+		}
+	}
+	if ti == nil || a.mode != ModeOAuth || scope == "" {
+		return fmt.Sprintf("tool %q is not granted to this caller, and no scope grants it", tool), nil, ""
+	}
+	scopes = append(slices.Clone(a.required), scope)
+	challenge = a.challenge(`error="insufficient_scope"`, fmt.Sprintf("scope=%q", strings.Join(scopes, " ")),
+		fmt.Sprintf("error_description=%q", "tool "+tool+" needs scope "+scope))
+	return fmt.Sprintf("tool %q needs scope %q, which this token does not have: ask for a token with scope %q", tool, scope, strings.Join(scopes, " ")),
+		scopes, challenge
+}
+
+// challenge is a WWW-Authenticate value: Bearer with params, then the RFC 9728
+// document's URL as resource_metadata when there is one.
+func (a *Authenticator) challenge(params ...string) string {
+	if u := MetadataURL(a.resource); u != "" {
+		params = append(params, fmt.Sprintf("resource_metadata=%q", u))
+	}
+	v := "Bearer"
+	if len(params) > 0 {
+		v += " " + strings.Join(params, ", ")
+	}
+	return v
 }

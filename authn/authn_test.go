@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -177,3 +179,62 @@ func FuzzParseJWKS(f *testing.F) {
 }
 
 func writeFile(name string, b []byte) error { return os.WriteFile(name, b, 0o600) }
+
+// TestNotGranted: a call outside the grants is refused with a message naming the
+// tool and what is missing; an OAuth token that a scope would grant it is asked for
+// the required scopes and the narrowest grant's scope, with a challenge naming the
+// RFC 9728 document; an API key and a tool no scope grants get no challenge.
+func TestNotGranted(t *testing.T) {
+	grants := []Grant{
+		{Scope: "all", Tools: []string{"*"}},
+		{Scope: "text", Tools: []string{"textkit_*"}},
+		{Scope: "sha", Tools: []string{"textkit_sha256"}},
+		{Key: "ci", Tools: []string{"jobs_run"}},
+	}
+	file := t.TempDir() + "/jwks.json"
+	if err := writeFile(file, []byte(`{"keys":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	oauth, err := New(Options{Mode: ModeOAuth, Issuer: "https://as", Resource: "https://rs/mcp", JWKSFile: file,
+		RequiredScopes: []string{"mcp"}, Grants: grants[:3]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyed, err := New(Options{Mode: ModeAPIKeys, Grants: grants})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onlyKeys, err := New(Options{Mode: ModeOAuth, Issuer: "https://as", Resource: "https://rs/mcp", JWKSFile: file,
+		Grants: grants[3:]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := &auth.TokenInfo{UserID: "oauth:https://as#alice", Scopes: []string{"mcp"}}
+	const meta = `resource_metadata="https://rs/.well-known/oauth-protected-resource/mcp"`
+	tests := []struct {
+		name      string
+		a         *Authenticator
+		ti        *auth.TokenInfo
+		tool      string
+		msg       string
+		scopes    []string
+		challenge string
+	}{
+		{"the tool's own grant", oauth, user, "textkit_sha256", `tool "textkit_sha256" needs scope "sha"`, []string{"mcp", "sha"},
+			`Bearer error="insufficient_scope", scope="mcp sha", error_description="tool textkit_sha256 needs scope sha", ` + meta},
+		{"the longer prefix", oauth, user, "textkit_upper", `tool "textkit_upper" needs scope "text"`, []string{"mcp", "text"},
+			`Bearer error="insufficient_scope", scope="mcp text", error_description="tool textkit_upper needs scope text", ` + meta},
+		{"only the wildcard", oauth, user, "jobs_run", `tool "jobs_run" needs scope "all"`, []string{"mcp", "all"},
+			`Bearer error="insufficient_scope", scope="mcp all", error_description="tool jobs_run needs scope all", ` + meta},
+		{"no scope grants it", onlyKeys, user, "textkit_upper", `tool "textkit_upper" is not granted to this caller, and no scope grants it`, nil, ""},
+		{"an API key", keyed, &auth.TokenInfo{UserID: "key:bob"}, "jobs_run", `tool "jobs_run" is not granted to key "bob"`, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg, scopes, challenge := tt.a.NotGranted(tt.ti, tt.tool)
+			if !strings.HasPrefix(msg, tt.msg) || !slices.Equal(scopes, tt.scopes) || challenge != tt.challenge {
+				t.Errorf("NotGranted(%s) = %q, %q, %q\nwant %q..., %q, %q", tt.tool, msg, scopes, challenge, tt.msg, tt.scopes, tt.challenge)
+			}
+		})
+	}
+}

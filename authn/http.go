@@ -57,33 +57,26 @@ func (a *Authenticator) Wrap(next http.Handler) http.Handler {
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: a.skew})(next)
 
 	challenge := func(w http.ResponseWriter, status int, params ...string) {
-		if metaURL != "" {
-			params = append(params, fmt.Sprintf("resource_metadata=%q", metaURL))
-		}
-		v := "Bearer"
-		if len(params) > 0 {
-			v += " " + strings.Join(params, ", ")
-		}
-		w.Header().Set("WWW-Authenticate", v)
+		w.Header().Set("WWW-Authenticate", a.challenge(params...))
 		http.Error(w, http.StatusText(status), status)
 	}
 	guard := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearer(r)
 		if !ok {
-			a.onRefuse(RefuseMissingToken)
+			a.onRefuse(Refusal{Reason: RefuseMissingToken, Status: http.StatusUnauthorized, RemoteAddr: r.RemoteAddr})
 			challenge(w, http.StatusUnauthorized)
 			return
 		}
 		ti, err := a.Verify(r.Context(), token)
 		if err != nil {
-			a.onRefuse(RefuseInvalidToken)
+			a.onRefuse(Refusal{Reason: RefuseInvalidToken, Status: http.StatusUnauthorized, RemoteAddr: r.RemoteAddr})
 			desc := strings.ReplaceAll(strings.TrimPrefix(err.Error(), auth.ErrInvalidToken.Error()+": "), `"`, "'")
 			challenge(w, http.StatusUnauthorized, `error="invalid_token"`, fmt.Sprintf("error_description=%q", desc))
 			return
 		}
 		for _, s := range a.required {
 			if !slices.Contains(ti.Scopes, s) {
-				a.onRefuse(RefuseScope)
+				a.onRefuse(Refusal{Reason: RefuseScope, Status: http.StatusForbidden, Identity: ti.UserID, RemoteAddr: r.RemoteAddr})
 				challenge(w, http.StatusForbidden, `error="insufficient_scope"`,
 					fmt.Sprintf("scope=%q", strings.Join(a.required, " ")))
 				return
@@ -91,7 +84,7 @@ func (a *Authenticator) Wrap(next http.Handler) http.Handler {
 		}
 		if a.limit != nil {
 			if ok, wait := a.limit.allow(ti.UserID, a.now()); !ok {
-				a.onRefuse(RefuseRateLimit)
+				a.onRefuse(Refusal{Reason: RefuseRateLimit, Status: http.StatusTooManyRequests, Identity: ti.UserID, RemoteAddr: r.RemoteAddr})
 				a.refuseRate(w, r, max(1, int(math.Ceil(wait.Seconds()))))
 				return
 			}

@@ -10,18 +10,18 @@ import (
 	"testing"
 )
 
-// TestOnRefuse: each refusal of Wrap is reported with its reason; a request let
-// through is not.
+// TestOnRefuse: each refusal of Wrap is reported with its reason, status, client
+// address and, once the token verified, the identity; a request let through is not.
 func TestOnRefuse(t *testing.T) {
 	sum := sha256.Sum256([]byte("good-key"))
 	var mu sync.Mutex
-	var reasons []string
+	var heard []Refusal
 	a, err := New(Options{Mode: ModeAPIKeys, RequiredScopes: []string{"mcp"}, RateLimit: 0.001, RateBurst: 1,
 		Keys: []Key{
 			{Name: "ok", SHA256: hex.EncodeToString(sum[:]), Scopes: []string{"mcp"}},
 			{Name: "noscope", SHA256: hashOf("scopeless-key")},
 		},
-		OnRefuse: func(r string) { mu.Lock(); reasons = append(reasons, r); mu.Unlock() }})
+		OnRefuse: func(r Refusal) { mu.Lock(); heard = append(heard, r); mu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +46,15 @@ func TestOnRefuse(t *testing.T) {
 			t.Errorf("token %q: HTTP %d, want %d", tc.token, w.Code, tc.code)
 		}
 	}
-	want := []string{RefuseMissingToken, RefuseInvalidToken, RefuseScope, RefuseRateLimit}
-	if !slices.Equal(reasons, want) {
-		t.Errorf("OnRefuse heard %q, want %q", reasons, want)
+	const addr = "192.0.2.1:1234" // httptest.NewRequest's
+	want := []Refusal{
+		{Reason: RefuseMissingToken, Status: 401, RemoteAddr: addr},
+		{Reason: RefuseInvalidToken, Status: 401, RemoteAddr: addr},
+		{Reason: RefuseScope, Status: 403, Identity: "key:noscope", RemoteAddr: addr},
+		{Reason: RefuseRateLimit, Status: 429, Identity: "key:ok", RemoteAddr: addr},
+	}
+	if !slices.Equal(heard, want) {
+		t.Errorf("OnRefuse heard %+v\nwant %+v", heard, want)
 	}
 }
 

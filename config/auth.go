@@ -42,6 +42,24 @@ type Auth struct {
 	// JWKSFile is a local JWKS file, relative to the config file's directory, read
 	// once at start.
 	JWKSFile string `toml:"jwks_file"`
+	// IntrospectionURL is the issuer's RFC 7662 token introspection endpoint
+	// (https, or http on a loopback address), for "oauth": an access token that is
+	// not a JWT this server can check (no JWKS, or not a JWS of Algorithms) is
+	// sent there, and must come back active, for Resource, with a sub. "" means
+	// tokens must be JWTs.
+	IntrospectionURL string `toml:"introspection_url"`
+	// IntrospectionClientID is this server's client id at the introspection
+	// endpoint (HTTP Basic). Required with IntrospectionURL.
+	IntrospectionClientID string `toml:"introspection_client_id"`
+	// IntrospectionSecretFile holds this server's client secret at the
+	// introspection endpoint, relative to the config file's directory, read once
+	// at start (a file, so that the config holds no secret). Required with
+	// IntrospectionURL.
+	IntrospectionSecretFile string `toml:"introspection_secret_file"`
+	// IntrospectionCache is how long an active token's answer is reused (at most
+	// until its exp), 1s..10m: a token revoked at the issuer is refused at most
+	// this much later. 0 means authn.DefaultIntrospectionCache (1m).
+	IntrospectionCache Duration `toml:"introspection_cache"`
 	// JWKSRefresh is how often the JWKS is refetched from JWKSURL, 1m..24h. An
 	// unknown key id refetches it sooner, at most once per 10s. 0 means
 	// authn.DefaultJWKSRefresh (15m).
@@ -108,8 +126,8 @@ func (a *Auth) finish(dir string, fail func(where, format string, args ...any)) 
 	const where = "server.auth"
 	switch a.Mode {
 	case AuthNone:
-		if len(a.Keys) > 0 || a.Issuer != "" || len(a.Grants) > 0 {
-			fail(where, "keys, issuer and grants need mode \"oauth\" or \"api_keys\"")
+		if len(a.Keys) > 0 || a.Issuer != "" || len(a.Grants) > 0 || a.introspection() {
+			fail(where, "keys, issuer, introspection and grants need mode \"oauth\" or \"api_keys\"")
 		}
 		return
 	case AuthOAuth:
@@ -119,17 +137,22 @@ func (a *Auth) finish(dir string, fail func(where, format string, args ...any)) 
 		if a.Resource == "" {
 			fail(where, "mode \"oauth\" needs resource (this server's URI, the tokens' audience)")
 		}
-		if (a.JWKSURL == "") == (a.JWKSFile == "") {
+		switch {
+		case a.JWKSURL != "" && a.JWKSFile != "":
 			fail(where, "mode \"oauth\" needs exactly one of jwks_url and jwks_file")
+		case a.JWKSURL == "" && a.JWKSFile == "" && a.IntrospectionURL == "":
+			fail(where, "mode \"oauth\" needs exactly one of jwks_url and jwks_file, or introspection_url (or both)")
 		}
 		if a.JWKSURL != "" {
-			u, err := url.Parse(a.JWKSURL)
-			switch {
-			case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
-				fail(where, "jwks_url %q is not an http(s) URL", a.JWKSURL)
-			case u.Scheme == "http" && !loopbackHost(u.Hostname()):
-				fail(where, "jwks_url %q: http only on a loopback address (keys fetched in the clear could be replaced)", a.JWKSURL)
+			checkFetchURL(where, "jwks_url", a.JWKSURL, "keys fetched in the clear could be replaced", fail)
+		}
+		if a.IntrospectionURL != "" {
+			checkFetchURL(where, "introspection_url", a.IntrospectionURL, "tokens sent in the clear could be read", fail)
+			if a.IntrospectionClientID == "" || a.IntrospectionSecretFile == "" {
+				fail(where, "introspection_url needs introspection_client_id and introspection_secret_file")
 			}
+		} else if a.IntrospectionClientID != "" || a.IntrospectionSecretFile != "" {
+			fail(where, "introspection_client_id and introspection_secret_file need introspection_url")
 		}
 		if len(a.Keys) > 0 {
 			fail(where, "keys need mode \"api_keys\"")
@@ -138,8 +161,8 @@ func (a *Auth) finish(dir string, fail func(where, format string, args ...any)) 
 		if len(a.Keys) == 0 {
 			fail(where, "mode \"api_keys\" needs at least one [[server.auth.keys]]")
 		}
-		if a.Issuer != "" || a.JWKSURL != "" || a.JWKSFile != "" {
-			fail(where, "issuer, jwks_url and jwks_file need mode \"oauth\"")
+		if a.Issuer != "" || a.JWKSURL != "" || a.JWKSFile != "" || a.introspection() {
+			fail(where, "issuer, jwks_url, jwks_file and introspection need mode \"oauth\"")
 		}
 	default:
 		fail(where, "mode %q is not one of \"\", \"oauth\", \"api_keys\"", a.Mode)
@@ -155,6 +178,12 @@ func (a *Auth) finish(dir string, fail func(where, format string, args ...any)) 
 	}
 	if a.JWKSFile != "" {
 		a.JWKSFile = resolve(dir, a.JWKSFile)
+	}
+	if a.IntrospectionSecretFile != "" {
+		a.IntrospectionSecretFile = resolve(dir, a.IntrospectionSecretFile)
+	}
+	if d := a.IntrospectionCache.Duration; d != 0 && (d < time.Second || d > 10*time.Minute) {
+		fail(where, "introspection_cache %s out of range 1s..10m0s", d)
 	}
 	if d := a.JWKSRefresh.Duration; d != 0 && (d < time.Minute || d > 24*time.Hour) {
 		fail(where, "jwks_refresh %s out of range 1m0s..24h0m0s", d)
@@ -209,6 +238,23 @@ func (a *Auth) finish(dir string, fail func(where, format string, args ...any)) 
 				fail(at, "tool pattern %q: \"*\" only at the end", t)
 			}
 		}
+	}
+}
+
+// introspection reports whether any key naming the introspection endpoint is set.
+func (a *Auth) introspection() bool {
+	return a.IntrospectionURL != "" || a.IntrospectionClientID != "" || a.IntrospectionSecretFile != ""
+}
+
+// checkFetchURL checks a URL the server fetches from the issuer: http(s), and http
+// only on a loopback address (why says what the clear would risk).
+func checkFetchURL(where, key, raw, why string, fail func(where, format string, args ...any)) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+		fail(where, "%s %q is not an http(s) URL", key, raw)
+	case u.Scheme == "http" && !loopbackHost(u.Hostname()):
+		fail(where, "%s %q: http only on a loopback address (%s)", key, raw, why)
 	}
 }
 

@@ -94,6 +94,11 @@ func liftTask(params json.RawMessage) json.RawMessage {
 	if err := json.Unmarshal(params, &p); err != nil || p == nil {
 		return params
 	}
+	return liftTaskOf(p, params)
+}
+
+// liftTaskOf is liftTask of params, already decoded as p (which it changes).
+func liftTaskOf(p map[string]json.RawMessage, params json.RawMessage) json.RawMessage {
 	var meta map[string]json.RawMessage
 	if raw, ok := p["_meta"]; ok {
 		if err := json.Unmarshal(raw, &meta); err != nil || meta == nil {
@@ -220,7 +225,8 @@ func (c *liftConn) notify(ctx context.Context, method string, params any) error 
 // Mcp-Session-Id must be an initialize, and a new session must fit under the cap.
 //
 // A stateless request goes to statelessJSON, which answers with application/json,
-// when it is a call whose answer cannot stream (plainCall).
+// when it is a call whose answer cannot stream (plainCall). A tools/call that only a
+// token with other scopes may make is answered here (challengeScope).
 func (s *Server) liftHTTP(stateful, stateless, statelessJSON http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
@@ -235,7 +241,7 @@ func (s *Server) liftHTTP(stateful, stateless, statelessJSON http.Handler) http.
 		if !ok {
 			return
 		}
-		body = liftBody(body)
+		body, call := liftBody(body)
 		noSession := r.Header.Get("Mcp-Session-Id") == ""
 		if next == stateful && noSession && isDiscover(body) {
 			next = stateless
@@ -273,6 +279,9 @@ func (s *Server) liftHTTP(stateful, stateless, statelessJSON http.Handler) http.
 				return
 			}
 			defer release()
+		}
+		if call != nil && s.challengeScope(w, r, call) {
+			return
 		}
 		if next == stateless && plainCall(s.catalog, body) {
 			next = statelessJSON
@@ -364,29 +373,52 @@ func writeJSONError(w http.ResponseWriter, status int, id json.RawMessage, code 
 	w.Write(errorLine(id, code, msg))
 }
 
+// toolCall is what liftBody read of a tools/call request on its way: its id, the
+// tool's name and its arguments, as sent.
+type toolCall struct {
+	id   json.RawMessage
+	name string
+	args json.RawMessage
+}
+
 // liftBody lifts params.task in a single JSON-RPC tools/call message, and a
-// declared capabilities.tasks in an initialize (liftParams).
-func liftBody(body []byte) []byte {
+// declared capabilities.tasks in an initialize (liftParams). For a tools/call
+// request it also returns what it read of the call (nil otherwise), so that the
+// body is decoded once.
+func liftBody(body []byte) ([]byte, *toolCall) {
 	// Most requests (tasks/get, ...) are left undecoded; a body with any JSON escape
 	// is decoded, since the method name could be written with escapes.
 	if !bytes.Contains(body, []byte("tools/call")) && !bytes.Contains(body, []byte("initialize")) &&
 		!bytes.Contains(body, []byte(`\`)) {
-		return body
+		return body, nil
 	}
 	var msg map[string]json.RawMessage
 	if err := json.Unmarshal(body, &msg); err != nil {
-		return body
+		return body, nil
 	}
 	var method string
 	if json.Unmarshal(msg["method"], &method) != nil || (method != "tools/call" && method != "initialize") || msg["params"] == nil {
-		return body
+		return body, nil
 	}
-	msg["params"] = liftParams(method, msg["params"])
+	var call *toolCall
+	if method == "initialize" {
+		msg["params"] = liftClientTasks(msg["params"])
+	} else {
+		var p map[string]json.RawMessage
+		if err := json.Unmarshal(msg["params"], &p); err != nil || p == nil {
+			return body, nil // for the SDK to refuse
+		}
+		call = &toolCall{id: msg["id"], args: p["arguments"]}
+		if json.Unmarshal(p["name"], &call.name) != nil {
+			call.name = ""
+		}
+		msg["params"] = liftTaskOf(p, msg["params"])
+	}
 	b, err := json.Marshal(msg)
 	if err != nil {
-		return body
+		return body, nil
 	}
-	return b
+	return b, call
 }
 
 // isDiscover reports whether body is a server/discover request, which only the

@@ -93,8 +93,10 @@ func (s *Server) route(ctx context.Context, method string, req mcp.Request, c ca
 		if r, ok := req.(*mcp.CallToolRequest); ok {
 			var res mcp.Result
 			var err error
-			if r.Params != nil && !s.authorized(req.GetExtra(), r.Params.Name) {
-				err = errNotGranted(r.Params.Name)
+			if r.Params != nil && s.known(r.Params.Name) && !s.authorized(req.GetExtra(), r.Params.Name) {
+				// Over HTTP with OAuth, liftHTTP has answered most of these with a
+				// 403 scope challenge already; the rest get the error alone.
+				err, _ = s.notGranted(req.GetExtra().TokenInfo, r.Params.Name)
 			} else {
 				res, err = s.admitCall(ctx, r, c, next)
 				s.answeredQuota(req.GetExtra(), err)

@@ -59,9 +59,10 @@ type Options struct {
 	// Nonces records accepted request states; nil means in this server's memory.
 	// Servers that share StateKey share it too, so a state is accepted once.
 	Nonces Nonces
-	// Authorize says which tools an HTTP caller with a verified identity may see
-	// and call (auth.go). nil means every caller may call every tool.
-	Authorize Authorize
+	// Grants say which tools an HTTP caller with a verified identity may see and
+	// call, and how a call of another is refused (auth.go). nil means every caller
+	// may call every tool.
+	Grants Grants
 	// MaxParked caps the tasks of one authenticated identity waiting for its
 	// input; while it has that many, its tools/call are refused (quota.go). 0
 	// means DefaultMaxParked.
@@ -89,7 +90,7 @@ type Server struct {
 	logger    *slog.Logger
 	states    *stateSigner
 	httpReqs  httpRequests // the HTTP requests being served (httpreq.go)
-	authorize Authorize    // Options.Authorize
+	grants    Grants       // Options.Grants
 	quotas    *quotas      // per identity (quota.go)
 	audit     *audit.Log   // Options.Audit; nil: no audit trail
 
@@ -129,7 +130,7 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{catalog: catalog, logger: opts.Logger, streams: map[*liftConn]bool{}, states: newStateSigner(opts.StateKey, opts.Nonces),
-		resumable: opts.ResumableStreams, limits: limitsOf(opts), authorize: opts.Authorize, statuses: newStatusQueue(),
+		resumable: opts.ResumableStreams, limits: limitsOf(opts), grants: opts.Grants, statuses: newStatusQueue(),
 		quotas: newQuotas(opts), audit: opts.Audit, metrics: opts.Metrics, tracer: opts.Tracer, reportMeta: opts.ReportMeta}
 	s.sdkLog = slog.New(minLevel{opts.Logger.Handler(), slog.LevelWarn})
 	sopts := &mcp.ServerOptions{
@@ -144,6 +145,9 @@ func New(catalog *plugins.Catalog, opts Options) (*Server, error) {
 		},
 	}
 	s.featureOptions(sopts)
+	if s.grants != nil {
+		sopts.SetCacheable = s.cacheScope
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, sopts)
 	var err error
 	if s.catalog, err = s.addTools(catalog); err != nil {

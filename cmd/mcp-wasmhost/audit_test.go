@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/audit"
@@ -29,14 +31,16 @@ import (
 
 // TestAuditTrail: against the binary, every tools/call, task status change and task
 // run has its line with the right identity, tool, digest, outcome and host calls
-// (an elicitation, an egress origin); the file never holds an argument value, an
-// API key or a token; SIGTERM writes the last lines before the process ends.
+// (an elicitation, an egress origin), and so has a request with an unknown key
+// (auth/refused); the file never holds an argument value, an API key or a token;
+// SIGTERM writes the last lines before the process ends.
 func TestAuditTrail(t *testing.T) {
 	const (
-		aliceKey = "key-alice-5b1d0c9e"
-		bobKey   = "key-bob-77aa31f0"
-		secret   = "hunter2-secret-value"
-		inURL    = "secret-in-the-url-0042"
+		aliceKey   = "key-alice-5b1d0c9e"
+		bobKey     = "key-bob-77aa31f0"
+		malloryKey = "key-mallory-0e4c2b19"
+		secret     = "hunter2-secret-value"
+		inURL      = "secret-in-the-url-0042"
 	)
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
@@ -74,19 +78,9 @@ methods = ["GET"]
 allow_addresses = ["127.0.0.1/32"]
 `, page.URL))
 
-	log := &testenv.SyncBuffer{}
-	cmd := exec.Command(binary, "--config", cfg, "--http", "127.0.0.1:0")
-	cmd.Stderr = log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	m := waitLog(t, log, regexp.MustCompile(`url=(http://\S+/mcp)`))
-	if m == nil {
-		t.Fatalf("no URL in the log:\n%s", log)
-	}
+	url, stop := startAudited(t, cfg, trail)
 	as := func(key string) *mcptest.Stateless {
-		return &mcptest.Stateless{URL: m[1], Caps: mcptest.TasksExtension(), Client: &http.Client{Transport: bearer{key}}}
+		return &mcptest.Stateless{URL: url, Caps: mcptest.TasksExtension(), Client: &http.Client{Transport: bearer{key}}}
 	}
 	alice, bob := as(aliceKey), as(bobKey)
 
@@ -112,35 +106,15 @@ allow_addresses = ["127.0.0.1/32"]
 	if err != nil || r.Error == nil {
 		t.Fatalf("bob's unknown tool = %+v, %v, want an error", r, err)
 	}
-
-	// SIGTERM: the server closes the trail after its last tasks, and every line
-	// is in the file when the process has ended.
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the server did not stop on SIGTERM:\n%s", log)
+	if status, _ := postStatus(t, url, "Bearer "+malloryKey); status != http.StatusUnauthorized {
+		t.Fatalf("an unknown key = HTTP %d, want 401", status)
 	}
 
-	raw, err := os.ReadFile(trail)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []string{secret, inURL, aliceKey, bobKey, sum(aliceKey), "Bearer", "password"} {
+	raw, lines := stop()
+	for _, s := range []string{secret, inURL, aliceKey, bobKey, malloryKey, sum(aliceKey), "Bearer", "password"} {
 		if bytes.Contains(raw, []byte(s)) {
 			t.Errorf("the audit file holds %q:\n%s", s, raw)
 		}
-	}
-	var lines []audit.Record
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	for sc.Scan() {
-		rec, err := audit.DecodeLine(sc.Bytes())
-		if err != nil {
-			t.Fatalf("line %q: %v", sc.Bytes(), err)
-		}
-		lines = append(lines, rec)
 	}
 	find := func(what string, match func(audit.Record) bool) audit.Record {
 		t.Helper()
@@ -212,6 +186,161 @@ allow_addresses = ["127.0.0.1/32"]
 	unknown := find("the unknown tool", func(l audit.Record) bool { return l.Tool == "toolbox_nope" })
 	if unknown.Outcome != "error" || unknown.ErrorCode != -32602 || unknown.Identity != "key:bob" {
 		t.Errorf("unknown tool line = %+v, want bob's error -32602", unknown)
+	}
+	refused := find("the unknown key", func(l audit.Record) bool { return l.Method == audit.MethodRefused })
+	if refused.Reason != "invalid_token" || refused.HTTPStatus != 401 || refused.Identity != "" || refused.Source != "127.0.0.1" {
+		t.Errorf("the unknown key's line = %+v, want invalid_token 401 from 127.0.0.1 with no identity", refused)
+	}
+}
+
+// startAudited runs the binary on cfg over HTTP with its audit trail at trail; stop
+// ends it with SIGTERM, which writes the last lines before the process ends, and
+// returns the file and its lines.
+func startAudited(t *testing.T, cfg, trail string) (url string, stop func() ([]byte, []audit.Record)) {
+	t.Helper()
+	log := &testenv.SyncBuffer{}
+	cmd := exec.Command(binary, "--config", cfg, "--http", "127.0.0.1:0")
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	m := waitLog(t, log, regexp.MustCompile(`url=(http://\S+/mcp)`))
+	if m == nil {
+		t.Fatalf("no URL in the log:\n%s", log)
+	}
+	return m[1], func() ([]byte, []audit.Record) {
+		t.Helper()
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the server did not stop on SIGTERM:\n%s", log)
+		}
+		raw, err := os.ReadFile(trail)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []audit.Record
+		sc := bufio.NewScanner(bytes.NewReader(raw))
+		for sc.Scan() {
+			rec, err := audit.DecodeLine(sc.Bytes())
+			if err != nil {
+				t.Fatalf("line %q: %v", sc.Bytes(), err)
+			}
+			lines = append(lines, rec)
+		}
+		return raw, lines
+	}
+}
+
+// TestAuditOAuth: with OAuth, a call's line names the subject
+// (oauth:<issuer>#<sub>); a call answered with the 403 scope challenge has its
+// line (error -32003, httpStatus 403); every refusal at the auth layer has one too,
+// with its reason and status, and the identity once the token verified (no token,
+// an expired one, one without the required scope, one over its rate limit); and no
+// token, nor any part of one, is anywhere in the file.
+func TestAuditOAuth(t *testing.T) {
+	as := newTestAS(t)
+	trail := filepath.Join(t.TempDir(), "audit.jsonl")
+	cfg := writeConfig(t, serverTOML(t)+fmt.Sprintf(`[server.auth]
+mode = "oauth"
+issuer = %q
+resource = %q
+jwks_url = %q
+required_scopes = ["mcp"]
+rate_limit = 0.01
+rate_burst = 2
+
+[[server.auth.grants]]
+scope = "tools:json"
+tools = ["toolbox_json_format"]
+
+[server.audit]
+path = %q
+sync_interval = "10ms"
+
+`, as.issuer, testResource, as.srv.URL+"/jwks", trail)+pluginTOML(t, "toolbox", "plugins/toolbox/toolbox.wasm", ""))
+	url, stop := startAudited(t, cfg, trail)
+	tokens := map[string]string{}
+	mint := func(sub, scope string, f func(*claims)) string {
+		c := as.user(sub, scope)
+		if f != nil {
+			f(&c)
+		}
+		tokens[sub] = as.mint(t, c, jose.RS256, nil, "k1")
+		return tokens[sub]
+	}
+	caller := func(tok string) *mcptest.Stateless {
+		return &mcptest.Stateless{URL: url, Client: &http.Client{Transport: bearer{tok}}}
+	}
+	format := map[string]any{"name": "toolbox_json_format", "arguments": map[string]any{"json": `{"a":1}`}}
+
+	r, err := caller(mint("alice", "mcp tools:json", nil)).Call("tools/call", format, nil)
+	if err != nil || r.Error != nil {
+		t.Fatalf("alice's tools/call = %+v, %v, want a result", r, err)
+	}
+	r, err = caller(mint("carol", "mcp", nil)).Call("tools/call", format, nil)
+	if err != nil || r.HTTPStatus != http.StatusForbidden || r.Error == nil || r.Error.Code != -32003 {
+		t.Fatalf("carol's tools/call = %+v, %v, want 403 -32003", r, err)
+	}
+	expired := mint("dave", "mcp", func(c *claims) { c.Expiry = jwt.NewNumericDate(time.Now().Add(-time.Hour)) })
+	frank := mint("frank", "mcp", nil)
+	for _, tc := range []struct {
+		what, auth string
+		status     int
+	}{
+		{"no token", "", 401},
+		{"dave's expired token", "Bearer " + expired, 401},
+		{"erin's token without mcp", "Bearer " + mint("erin", "tools:json", nil), 403},
+		{"frank's first", "Bearer " + frank, 200},
+		{"frank's second", "Bearer " + frank, 200},
+		{"frank's third", "Bearer " + frank, 429},
+	} {
+		if status, _ := postStatus(t, url, tc.auth); status != tc.status {
+			t.Fatalf("%s = HTTP %d, want %d", tc.what, status, tc.status)
+		}
+	}
+
+	raw, lines := stop()
+	for sub, tok := range tokens {
+		parts := strings.Split(tok, ".")
+		for _, s := range append(parts, tok) {
+			if bytes.Contains(raw, []byte(s)) {
+				t.Errorf("the audit file holds %s's token or a part of it (%.12s...):\n%s", sub, s, raw)
+			}
+		}
+	}
+	for _, s := range []string{"Bearer", "eyJ"} { // every JWT's header starts with eyJ
+		if bytes.Contains(raw, []byte(s)) {
+			t.Errorf("the audit file holds %q:\n%s", s, raw)
+		}
+	}
+	id := func(sub string) string { return "oauth:" + as.issuer + "#" + sub }
+	var got []string
+	for _, l := range lines {
+		switch l.Method {
+		case "tools/call":
+			got = append(got, fmt.Sprintf("tools/call %s %s %s %d %d digest:%t", l.Identity, l.Tool, l.Outcome, l.ErrorCode, l.HTTPStatus, l.ArgsSHA256 != ""))
+		case audit.MethodRefused:
+			if l.Source != "127.0.0.1" {
+				t.Errorf("refusal line %+v, want source 127.0.0.1", l)
+			}
+			got = append(got, fmt.Sprintf("%s %q %s %d", l.Method, l.Identity, l.Reason, l.HTTPStatus))
+		}
+	}
+	want := []string{
+		"tools/call " + id("alice") + " toolbox_json_format ok 0 0 digest:true",
+		"tools/call " + id("carol") + " toolbox_json_format error -32003 403 digest:true",
+		`auth/refused "" missing_token 401`,
+		`auth/refused "" invalid_token 401`,
+		`auth/refused "` + id("erin") + `" insufficient_scope 403`,
+		`auth/refused "` + id("frank") + `" rate_limit 429`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("lines:\n%s\nwant:\n%s\nfile:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), raw)
 	}
 }
 

@@ -41,22 +41,26 @@ func loopback(addr string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// authenticator makes the [server.auth] authenticator; nil for mode "".
-func authenticator(a config.Auth, logger *slog.Logger, m *metrics.Metrics) (*authn.Authenticator, error) {
+// authenticator makes the [server.auth] authenticator; nil for mode "". Its
+// refusals are counted in m and written to trail (either may be nil).
+func authenticator(a config.Auth, logger *slog.Logger, m *metrics.Metrics, trail *audit.Log) (*authn.Authenticator, error) {
 	if a.Mode == config.AuthNone {
 		return nil, nil
 	}
 	opts := authn.Options{Mode: a.Mode, Resource: a.Resource, Issuer: a.Issuer, JWKSURL: a.JWKSURL,
 		JWKSFile: a.JWKSFile, JWKSRefresh: a.JWKSRefresh.Duration, Algorithms: a.Algorithms,
+		IntrospectionURL: a.IntrospectionURL, IntrospectionClientID: a.IntrospectionClientID,
+		IntrospectionSecretFile: a.IntrospectionSecretFile, IntrospectionCache: a.IntrospectionCache.Duration,
 		ClockSkew: a.ClockSkew.Duration, RequiredScopes: a.RequiredScopes, Logger: logger,
 		RateLimit: a.RateLimit, RateBurst: a.RateBurst}
-	if m != nil {
-		opts.OnRefuse = func(reason string) {
-			if reason == authn.RefuseRateLimit {
+	if m != nil || trail != nil {
+		opts.OnRefuse = func(r authn.Refusal) {
+			if r.Reason == authn.RefuseRateLimit {
 				m.Refused(metrics.RefusedRateLimit)
-				return
+			} else {
+				m.AuthFailure(r.Reason)
 			}
-			m.AuthFailure(reason)
+			trail.Refused(audit.Record{Identity: r.Identity, Source: clientIP(r.RemoteAddr), Reason: r.Reason, HTTPStatus: r.Status})
 		}
 	}
 	for _, k := range a.Keys {
@@ -68,12 +72,23 @@ func authenticator(a config.Auth, logger *slog.Logger, m *metrics.Metrics) (*aut
 	return authn.New(opts)
 }
 
-// authorize is the host's view of guard's grants; nil (every tool) without one.
-func authorize(guard *authn.Authenticator) host.Authorize {
-	if guard == nil {
-		return nil
+// clientIP is the IP address of remoteAddr (host:port), or remoteAddr as it is.
+func clientIP(remoteAddr string) string {
+	if ap, err := netip.ParseAddrPort(remoteAddr); err == nil {
+		return ap.Addr().Unmap().String()
 	}
-	return guard.Allowed
+	return remoteAddr
+}
+
+// The authenticator answers the host's questions about grants.
+var _ host.Grants = (*authn.Authenticator)(nil)
+
+// grants is the host's view of guard's grants; nil (every tool) without one.
+func grants(guard *authn.Authenticator) host.Grants {
+	if guard == nil {
+		return nil // not a typed nil in the interface
+	}
+	return guard
 }
 
 // openAudit opens the [server.audit] trail; nil when path is "".

@@ -18,15 +18,18 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
@@ -128,6 +131,10 @@ tools = ["toolbox_slow_*", "toolbox_timer"]
 [[server.auth.grants]]
 scope = "tools:json"
 tools = ["toolbox_json_format"]
+
+[[server.auth.grants]]
+scope = "tools:notes"
+tools = ["toolbox_write_note"]
 
 `, as.issuer, testResource, as.srv.URL+"/jwks")+pluginTOML(t, "toolbox", "plugins/toolbox/toolbox.wasm", ""))
 }
@@ -243,9 +250,25 @@ func toolNames(t *testing.T, s *mcptest.Stateless) []string {
 	return names
 }
 
+// cacheScope returns the cacheScope of a stateless caller's method (no params).
+func cacheScope(t *testing.T, s *mcptest.Stateless, method string) string {
+	t.Helper()
+	resp, err := s.Call(method, nil, nil)
+	if err != nil || resp.Error != nil {
+		t.Fatalf("%s = %+v, %v", method, resp, err)
+	}
+	var r struct {
+		CacheScope string `json:"cacheScope"`
+	}
+	json.Unmarshal(resp.Result, &r)
+	return r.CacheScope
+}
+
 // TestAuthGrantsAndOwners: a caller sees and may call only the tools its scopes are
-// granted; a task belongs to its subject, on both wires: visible to that subject
-// from a new session or a stateless request, to no one else.
+// granted (a call of another gets the scope challenge); lists vary per caller, so
+// their cacheScope is private; a task belongs to its subject, on both wires:
+// visible to that subject from a new session or a stateless request, and answered
+// and cancelled from another session of its, by no one else.
 func TestAuthGrantsAndOwners(t *testing.T) {
 	as := newTestAS(t)
 	url, _ := startHTTP(t, oauthConfig(t, as))
@@ -271,17 +294,72 @@ func TestAuthGrantsAndOwners(t *testing.T) {
 		if len(r.Tools) != 2 {
 			t.Errorf("alice's session tools/list = %d tools, want 2", len(r.Tools))
 		}
+		// The list varies per caller: no cache may serve alice's to bob.
+		for who, s := range map[string]*mcptest.Stateless{"alice": alice, "bob": bob} {
+			if got := cacheScope(t, s, "tools/list"); got != "private" {
+				t.Errorf("%s's tools/list cacheScope = %q, want private", who, got)
+			}
+		}
+		if got := cacheScope(t, alice, "server/discover"); got != "public" {
+			t.Errorf("server/discover cacheScope = %q, want public (the same for every caller)", got)
+		}
 	})
 	t.Run("tools/call outside the grant", func(t *testing.T) {
-		resp, err := alice.Call("tools/call", map[string]any{"name": "toolbox_json_format", "arguments": map[string]any{"json": "{}"}}, nil)
-		if err != nil || resp.Error == nil || resp.Error.Code != -32602 || resp.Error.Message != `unknown tool "toolbox_json_format"` {
-			t.Errorf("alice's tools/call(toolbox_json_format) = %+v, %v, want -32602 unknown tool", resp, err)
+		// A token without the scope gets MCP's scope challenge: 403 with the
+		// scopes that would grant the tool and the RFC 9728 document, and the
+		// JSON-RPC error naming both, stateless and in a session alike.
+		const meta = `resource_metadata="http://rs.test/.well-known/oauth-protected-resource/mcp"`
+		check := func(what string, status int, header http.Header, e *jsonrpc.Error) {
+			t.Helper()
+			ch := header.Get("WWW-Authenticate")
+			if status != http.StatusForbidden || !strings.HasPrefix(ch, "Bearer ") {
+				t.Errorf("%s = HTTP %d, WWW-Authenticate %q; want 403 with a Bearer challenge", what, status, ch)
+			}
+			for _, want := range []string{`error="insufficient_scope"`, `scope="mcp tools:json"`, meta} {
+				if !strings.Contains(ch, want) {
+					t.Errorf("%s: WWW-Authenticate = %q, want it to hold %s", what, ch, want)
+				}
+			}
+			var data struct {
+				Tool   string   `json:"tool"`
+				Scopes []string `json:"scopes"`
+			}
+			if e == nil || e.Code != -32003 || !strings.Contains(e.Message, `"toolbox_json_format"`) || !strings.Contains(e.Message, `"tools:json"`) ||
+				json.Unmarshal(e.Data, &data) != nil || data.Tool != "toolbox_json_format" || !slices.Equal(data.Scopes, []string{"mcp", "tools:json"}) {
+				t.Errorf("%s: error = %+v, want -32003 naming the tool and its scope, data {tool, scopes [mcp tools:json]}", what, e)
+			}
 		}
-		e := session(aliceTok).CallErr("tools/call", map[string]any{"name": "toolbox_json_format", "arguments": map[string]any{"json": "{}"}})
-		if e == nil || e.Code != -32602 {
-			t.Errorf("alice's session tools/call(toolbox_json_format) = %v, want -32602", e)
+		format := map[string]any{"name": "toolbox_json_format", "arguments": map[string]any{"json": "{}"}}
+		resp, err := alice.Call("tools/call", format, nil)
+		if err != nil {
+			t.Fatalf("alice's tools/call(toolbox_json_format): %v", err)
 		}
-		resp, err = bob.Call("tools/call", map[string]any{"name": "toolbox_json_format", "arguments": map[string]any{"json": "{}"}}, nil)
+		check("alice's stateless tools/call(toolbox_json_format)", resp.HTTPStatus, resp.Header, resp.Error)
+
+		ctx := context.Background()
+		auth := map[string]string{"Authorization": "Bearer " + aliceTok}
+		init := rawPost(ctx, t, http.DefaultClient, url, auth, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+			"params": map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "raw", "version": "1"}}})
+		init.Body.Close()
+		auth["Mcp-Session-Id"], auth["MCP-Protocol-Version"] = init.Header.Get("Mcp-Session-Id"), "2025-11-25"
+		hr := rawPost(ctx, t, http.DefaultClient, url, auth, map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": format})
+		var answer struct {
+			ID    int            `json:"id"`
+			Error *jsonrpc.Error `json:"error"`
+		}
+		err = json.NewDecoder(hr.Body).Decode(&answer)
+		hr.Body.Close()
+		if err != nil || answer.ID != 2 || hr.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("alice's session tools/call: %s body, id %d, %v; want the JSON-RPC error for id 2", hr.Header.Get("Content-Type"), answer.ID, err)
+		}
+		check("alice's session tools/call(toolbox_json_format)", hr.StatusCode, hr.Header, answer.Error)
+
+		// A tool that does not exist is unknown to everyone: no challenge.
+		resp, err = alice.Call("tools/call", map[string]any{"name": "toolbox_nope", "arguments": map[string]any{}}, nil)
+		if err != nil || resp.Error == nil || resp.Error.Code != -32602 || !strings.Contains(resp.Error.Message, "unknown tool") || resp.Header.Get("WWW-Authenticate") != "" {
+			t.Errorf("alice's tools/call(toolbox_nope) = %+v, %v, want -32602 unknown tool and no challenge", resp, err)
+		}
+		resp, err = bob.Call("tools/call", format, nil)
 		if err != nil || resp.Error != nil {
 			t.Errorf("bob's tools/call(toolbox_json_format) = %+v, %v, want a result", resp, err)
 		}
@@ -329,6 +407,52 @@ func TestAuthGrantsAndOwners(t *testing.T) {
 		}
 		session(aliceTok).Get(created.TaskID)
 	})
+	t.Run("input from a second session", func(t *testing.T) {
+		// alice starts toolbox_write_note in one session (the Tasks extension on
+		// 2025-11-25); it asks her to confirm. From a second session of hers she
+		// sees the request, answers it, and cancels another such task; bob can
+		// do neither.
+		notesTok := as.mint(t, as.user("alice", "mcp tools:notes"), jose.RS256, nil, "k1")
+		ext := func(tok string) *mcptest.Client {
+			return mcptest.DialWith(t, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{tok}}},
+				nil, mcptest.TasksExtension())
+		}
+		a1, a2, b := ext(notesTok), ext(notesTok), ext(bobTok)
+		start := func(name string) string {
+			var created extTask
+			a1.MustCall("tools/call", map[string]any{"name": "toolbox_write_note", "arguments": map[string]any{"name": name, "text": "x"}}, &created)
+			if created.ResultType != "task" || created.TaskID == "" {
+				t.Fatalf("alice's tools/call(toolbox_write_note) = %+v, want a task", created)
+			}
+			return created.TaskID
+		}
+		answered, cancelled := start("answered.txt"), start("cancelled.txt")
+		got := pollExt(t, a2, answered, 30*time.Second, func(x extTask) bool { return x.Status == "input_required" && len(x.InputRequests) == 1 })
+		var key string
+		for k := range got.InputRequests {
+			key = k
+		}
+		decline := map[string]any{"taskId": answered, "inputResponses": map[string]any{key: map[string]any{"action": "decline"}}}
+		if e := b.CallErr0("tasks/update", decline); e == nil {
+			t.Errorf("bob's tasks/update of alice's task = nil error, want one")
+		}
+		if e := b.CallErr0("tasks/cancel", map[string]any{"taskId": cancelled}); e == nil {
+			t.Errorf("bob's tasks/cancel of alice's task = nil error, want one")
+		}
+		a2.MustCall("tasks/update", decline, nil)
+		pollExt(t, a2, answered, 30*time.Second, func(x extTask) bool { return x.Status == "completed" })
+		var done json.RawMessage
+		a2.MustCall("tasks/get", map[string]any{"taskId": answered}, &done)
+		if !strings.Contains(string(done), `Not written: the user answered \"decline\"`) {
+			t.Errorf("alice's answered task = %s, want the guest to have read her answer (decline)", done)
+		}
+
+		pollExt(t, a2, cancelled, 30*time.Second, func(x extTask) bool { return x.Status == "input_required" })
+		a2.MustCall("tasks/cancel", map[string]any{"taskId": cancelled}, nil)
+		if x := pollExt(t, a1, cancelled, 30*time.Second, func(x extTask) bool { return x.Status != "input_required" }); x.Status != "cancelled" {
+			t.Errorf("alice's task cancelled from her second session = %s, want cancelled (seen from the first)", x.Status)
+		}
+	})
 	t.Run("2025-11-25 task", func(t *testing.T) {
 		a := session(aliceTok)
 		task := a.CreateTask("toolbox_slow_count", slow, map[string]any{}, nil)
@@ -359,7 +483,8 @@ func TestAuthGrantsAndOwners(t *testing.T) {
 	})
 }
 
-// TestAuthAPIKeys: a configured API key is an identity; a wrong key is 401.
+// TestAuthAPIKeys: a configured API key is an identity; a tool outside its grants
+// gets an error naming the key; a wrong key is 401.
 func TestAuthAPIKeys(t *testing.T) {
 	const key = "s3cret-key-for-ci"
 	sum := sha256.Sum256([]byte(key))
@@ -381,6 +506,19 @@ tools = ["toolbox_timer"]
 	}
 	if got := toolNames(t, &mcptest.Stateless{URL: url, Client: &http.Client{Transport: bearer{key}}}); !slices.Equal(got, []string{"toolbox_timer"}) {
 		t.Errorf("tools/list = %v, want [toolbox_timer]", got)
+	}
+	// A tool outside the key's grants: the JSON-RPC error names the key. A key's
+	// scopes are the operator's to change, so there is no challenge to step up
+	// from: the answer is in-band (HTTP 200), in a session as stateless.
+	stateless := &mcptest.Stateless{URL: url, Client: &http.Client{Transport: bearer{key}}}
+	resp, err := stateless.Call("tools/call", map[string]any{"name": "toolbox_json_format", "arguments": map[string]any{"json": "{}"}}, nil)
+	const notGranted = `tool "toolbox_json_format" is not granted to key "ci"`
+	if err != nil || resp.HTTPStatus != 200 || resp.Error == nil || resp.Error.Code != -32003 || resp.Error.Message != notGranted || resp.Header.Get("WWW-Authenticate") != "" {
+		t.Errorf("stateless tools/call outside the grant = %+v, %v; want HTTP 200, -32003 %q, no challenge", resp, err, notGranted)
+	}
+	session := mcptest.Dial(t, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{key}}}, nil)
+	if e := session.CallErr("tools/call", map[string]any{"name": "toolbox_json_format", "arguments": map[string]any{"json": "{}"}}); e.Code != -32003 || e.Message != notGranted {
+		t.Errorf("session tools/call outside the grant = %v, want -32003 %q", e, notGranted)
 	}
 	for _, auth := range []string{"", "Bearer " + key + "x", "Bearer " + strings.ToUpper(key)} {
 		if status, ch := postStatus(t, url, auth); status != 401 || !strings.HasPrefix(ch, "Bearer") {
@@ -562,6 +700,9 @@ tools = ["test_simple_text"]
 		if n := count(as("key-fix"), l.method, l.field); n == 0 {
 			t.Errorf("%s with a grant of the plugin = 0, want the plugin's", l.method)
 		}
+		if got := cacheScope(t, as("key-fix"), l.method); got != "private" {
+			t.Errorf("%s cacheScope = %q, want private (it varies per caller)", l.method, got)
+		}
 	}
 	calls := []struct {
 		method string
@@ -576,8 +717,14 @@ tools = ["test_simple_text"]
 		if r, err := as("key-other").Call(c.method, c.params, h); err != nil || r.Error == nil || !strings.Contains(r.Error.Message, "not found") && !strings.Contains(r.Error.Message, "unknown prompt") {
 			t.Errorf("%s without a grant = %+v, %v, want it answered as one that does not exist", c.method, r, err)
 		}
-		if r, err := as("key-fix").Call(c.method, c.params, h); err != nil || r.Error != nil {
+		r, err := as("key-fix").Call(c.method, c.params, h)
+		if err != nil || r.Error != nil {
 			t.Errorf("%s with a grant = %+v, %v, want a result", c.method, r, err)
+			continue
+		}
+		// Whether there is anything to read depends on the caller too.
+		if c.method == "resources/read" && !strings.Contains(string(r.Result), `"cacheScope":"private"`) {
+			t.Errorf("resources/read with a grant = %s, want cacheScope private", r.Result)
 		}
 	}
 }
@@ -617,5 +764,95 @@ func TestAuthKeyRotation(t *testing.T) {
 	status, ch = postStatus(t, url, "Bearer "+oldTok)
 	if status != 401 || !strings.Contains(ch, `error="invalid_token"`) || !strings.Contains(ch, "unknown signing key") {
 		t.Errorf("the retired k1's token = %d (%s), want 401 invalid_token, unknown signing key", status, ch)
+	}
+}
+
+// TestAuthIntrospection: with introspection_url, an opaque access token is checked
+// at the issuer's RFC 7662 endpoint (this server authenticated with its client id
+// and the secret from its file): an active one for this resource is the identity of
+// its sub, the same as that sub's JWT (a task started with one is read with the
+// other); an inactive one, or one for another resource, gets 401 invalid_token; the
+// answer is kept (asked once); a JWT is still checked with the JWKS, never sent.
+func TestAuthIntrospection(t *testing.T) {
+	as := newTestAS(t)
+	var mu sync.Mutex
+	asked := map[string]int{}
+	active := map[string]map[string]any{
+		"opaque-alice-6f1e": {"active": true, "sub": "alice", "aud": testResource, "iss": as.issuer, "scope": "mcp tools:slow",
+			"exp": time.Now().Add(time.Hour).Unix()},
+		"opaque-other-aud": {"active": true, "sub": "alice", "aud": "http://other.test/mcp", "scope": "mcp tools:slow"},
+	}
+	as.mux.HandleFunc("POST /introspect", func(w http.ResponseWriter, r *http.Request) {
+		if id, secret, ok := r.BasicAuth(); !ok || id != "mcp-wasmhost" || secret != "introspection-secret" {
+			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+			return
+		}
+		tok := r.PostFormValue("token")
+		mu.Lock()
+		asked[tok]++
+		mu.Unlock()
+		answer, ok := active[tok]
+		if !ok {
+			answer = map[string]any{"active": false}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(answer)
+	})
+	times := func(tok string) int { mu.Lock(); defer mu.Unlock(); return asked[tok] }
+	secret := filepath.Join(t.TempDir(), "introspection.secret")
+	if err := os.WriteFile(secret, []byte("introspection-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(oauthConfig(t, as))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withIntrospection := strings.Replace(string(doc), "clock_skew = \"5s\"\n", fmt.Sprintf(`clock_skew = "5s"
+introspection_url = %q
+introspection_client_id = "mcp-wasmhost"
+introspection_secret_file = %q
+`, as.srv.URL+"/introspect", secret), 1)
+	if withIntrospection == string(doc) {
+		t.Fatal("no clock_skew line in oauthConfig to add introspection after")
+	}
+	url, _ := startHTTP(t, writeConfig(t, withIntrospection))
+
+	const opaque = "opaque-alice-6f1e"
+	for _, tc := range []struct {
+		auth   string
+		status int
+	}{
+		{"Bearer " + opaque, 200},
+		{"Bearer " + opaque, 200},
+		{"Bearer opaque-revoked", 401},
+		{"Bearer opaque-other-aud", 401},
+	} {
+		status, ch := postStatus(t, url, tc.auth)
+		if status != tc.status || tc.status == 401 && !strings.Contains(ch, `error="invalid_token"`) {
+			t.Errorf("%s = %d (%s), want %d", tc.auth, status, ch, tc.status)
+		}
+	}
+	if n := times(opaque); n != 1 {
+		t.Errorf("the endpoint was asked %d times about the same token, want 1 (its answer kept)", n)
+	}
+
+	alice := &mcptest.Stateless{URL: url, Caps: mcptest.TasksExtension(), Client: &http.Client{Transport: bearer{opaque}}}
+	if got, want := toolNames(t, alice), []string{"toolbox_slow_count", "toolbox_timer"}; !slices.Equal(got, want) {
+		t.Errorf("tools/list with the opaque token = %v, want %v (its scopes' grants)", got, want)
+	}
+	resp, err := alice.Call("tools/call", map[string]any{"name": "toolbox_slow_count", "arguments": map[string]any{"to": 50, "delay_ms": 100}}, nil)
+	var created struct {
+		TaskID string `json:"taskId"`
+	}
+	if err != nil || resp.Error != nil || json.Unmarshal(resp.Result, &created) != nil || created.TaskID == "" {
+		t.Fatalf("tools/call with the opaque token = %+v, %v, want a task", resp, err)
+	}
+	jwtTok := as.mint(t, as.user("alice", "mcp tools:slow"), jose.RS256, nil, "k1")
+	withJWT := &mcptest.Stateless{URL: url, Caps: mcptest.TasksExtension(), Client: &http.Client{Transport: bearer{jwtTok}}}
+	if got, err := withJWT.Call("tasks/get", map[string]any{"taskId": created.TaskID}, nil); err != nil || got.Error != nil {
+		t.Errorf("alice's JWT tasks/get of the task her opaque token started = %+v, %v, want it (one identity)", got, err)
+	}
+	if n := times(jwtTok); n != 0 {
+		t.Errorf("the JWT was sent to the introspection endpoint %d times, want never", n)
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-wasmhost/mcp-wasmhost/audit"
 	"github.com/mcp-wasmhost/mcp-wasmhost/authn"
 	"github.com/mcp-wasmhost/mcp-wasmhost/config"
 	"github.com/mcp-wasmhost/mcp-wasmhost/host"
@@ -137,12 +138,27 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		}
 		defer tel.stop(context.WithoutCancel(ctx))
 	}
+	var trail *audit.Log // nil: no audit trail
+	if !check {
+		if trail, err = openAudit(cfg.Server.Audit, logger); err != nil {
+			return err
+		}
+		// Closed after the server and the HTTP listener (deferred before them):
+		// the last tasks' lines, and the last refusals', go in.
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := trail.Close(cctx); err != nil {
+				logger.Error("audit trail not closed", "err", err)
+			}
+		}()
+	}
 	var guard *authn.Authenticator
 	if *httpAddr != "" && !check {
 		if err := checkExposure(*httpAddr, cfg.Server.Auth, logger); err != nil {
 			return err
 		}
-		if guard, err = authenticator(cfg.Server.Auth, logger, tel.metrics); err != nil {
+		if guard, err = authenticator(cfg.Server.Auth, logger, tel.metrics, trail); err != nil {
 			return err
 		}
 	}
@@ -210,21 +226,9 @@ func run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		}
 		nonces = shared
 	}
-	trail, err := openAudit(cfg.Server.Audit, logger)
-	if err != nil {
-		return err
-	}
-	// Closed after the server (deferred first): the last tasks' lines go in.
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := trail.Close(cctx); err != nil {
-			logger.Error("audit trail not closed", "err", err)
-		}
-	}()
 	srv, err := host.New(catalog, host.Options{Audit: trail, Name: cfg.Server.Name, Version: version(), Logger: logger,
 		StateKey: stateKey, Nonces: nonces,
-		Authorize:          authorize(guard),
+		Grants:             grants(guard),
 		MaxParked:          cfg.Server.Auth.MaxParked,
 		MaxToolConcurrency: cfg.Server.Auth.MaxToolConcurrency,
 		Metrics:            tel.metrics,

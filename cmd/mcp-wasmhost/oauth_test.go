@@ -36,6 +36,7 @@ type codeAS struct {
 	mu      sync.Mutex
 	clients map[string][]string // client_id -> redirect URIs
 	codes   map[string]grant    // one-time authorization codes
+	consent []string            // the scopes the user agrees to; a code grants those asked for among them
 
 	metadata, registered, authorized, exchanged atomic.Int32
 }
@@ -44,8 +45,9 @@ type grant struct {
 	clientID, redirect, challenge, resource, scope string
 }
 
-func newCodeAS(t *testing.T, resource string) *codeAS {
-	as := &codeAS{testAS: newTestAS(t), resource: resource, clients: map[string][]string{}, codes: map[string]grant{}}
+// newCodeAS is a codeAS whose user agrees to the scopes consent.
+func newCodeAS(t *testing.T, resource string, consent ...string) *codeAS {
+	as := &codeAS{testAS: newTestAS(t), resource: resource, clients: map[string][]string{}, codes: map[string]grant{}, consent: consent}
 	as.mux.HandleFunc("GET /.well-known/oauth-authorization-server", as.serveMetadata)
 	as.mux.HandleFunc("POST /register", as.register)
 	as.mux.HandleFunc("GET /authorize", as.authorize)
@@ -103,8 +105,14 @@ func (as *codeAS) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	code := rand.Text()
 	as.mu.Lock()
+	var scopes []string
+	for _, sc := range strings.Fields(q.Get("scope")) {
+		if slices.Contains(as.consent, sc) {
+			scopes = append(scopes, sc)
+		}
+	}
 	as.codes[code] = grant{clientID: q.Get("client_id"), redirect: q.Get("redirect_uri"), challenge: q.Get("code_challenge"),
-		resource: q.Get("resource"), scope: q.Get("scope")}
+		resource: q.Get("resource"), scope: strings.Join(scopes, " ")}
 	as.mu.Unlock()
 	as.authorized.Add(1)
 	to, _ := url.Parse(q.Get("redirect_uri"))
@@ -164,15 +172,48 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// agree makes the user agree to scopes from now on.
+func (as *codeAS) agree(scopes ...string) {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	as.consent = scopes
+}
+
+// countingTransport counts the requests for the RFC 9728 document (either form)
+// and notes the paths asked for.
+type countingTransport struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource") {
+		c.mu.Lock()
+		c.paths = append(c.paths, r.URL.Path)
+		c.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (c *countingTransport) metadataFetches() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.paths)
+}
+
 // TestOAuthEndToEnd: go-sdk's own OAuth client (auth.AuthorizationCodeHandler)
 // does the whole flow against the binary: the 401 names the RFC 9728 document, the
-// document names the authorization server, RFC 8414 metadata, dynamic client
-// registration, the authorization code with PKCE S256 and the RFC 8707 resource,
-// the token exchange, and then tools/list and tools/call with the token it got.
+// client fetches it and it names the authorization server, RFC 8414 metadata,
+// dynamic client registration, the authorization code with PKCE S256 and the RFC
+// 8707 resource, the token exchange; then tools/list with the token it got. The
+// user first agrees to the scope "mcp" only, so the token grants no tool: a
+// tools/call of toolbox_json_format gets the 403 scope challenge, and the client
+// steps up (MCP's scope challenge handling: the document again, a new
+// authorization for "mcp tools:json") and sends the call again, which is served.
 func TestOAuthEndToEnd(t *testing.T) {
 	addr := freeAddr(t)
 	resource := "http://" + addr + "/mcp"
-	as := newCodeAS(t, resource)
+	as := newCodeAS(t, resource, "mcp")
 	cfg := writeConfig(t, serverTOML(t)+fmt.Sprintf(`[server.auth]
 mode = "oauth"
 issuer = %q
@@ -192,10 +233,12 @@ tools = ["toolbox_json_format"]
 
 	const redirect = "http://127.0.0.1:1/callback" // never reached: the fetcher reads the redirect
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	counting := &countingTransport{}
 	handler, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 			ClientName: "e2e", RedirectURIs: []string{redirect}, TokenEndpointAuthMethod: "none"}},
 		RedirectURL: redirect,
+		Client:      &http.Client{Transport: counting},
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 			resp, err := noFollow.Get(args.URL)
 			if err != nil {
@@ -225,16 +268,34 @@ tools = ["toolbox_json_format"]
 		t.Errorf("flow: metadata %d, registered %d, authorized %d, exchanged %d; want the AS metadata read and one of each",
 			as.metadata.Load(), as.registered.Load(), as.authorized.Load(), as.exchanged.Load())
 	}
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "toolbox_json_format" {
-		t.Fatalf("tools/list = %v, %v, want the granted toolbox_json_format alone", tools, err)
+	// The client found the authorization server through the RFC 9728 document
+	// the 401 named (its path form): nothing else names it.
+	if got := counting.metadataFetches(); len(got) != 1 || got[0] != "/.well-known/oauth-protected-resource/mcp" {
+		t.Errorf("RFC 9728 document fetches = %q, want one of /.well-known/oauth-protected-resource/mcp", got)
 	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 0 {
+		t.Fatalf("tools/list with scope mcp = %v, %v, want no tool (none is granted to mcp)", tools, err)
+	}
+
+	// Step-up: the user now agrees to tools:json too.
+	as.agree("mcp", "tools:json")
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "toolbox_json_format", Arguments: map[string]any{"json": `{"a":1}`}})
 	if err != nil || res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"a"`) {
-		t.Fatalf("tools/call = %+v, %v, want the formatted document", res, err)
+		t.Fatalf("tools/call after the step-up = %+v, %v, want the formatted document", res, err)
+	}
+	if as.authorized.Load() != 2 || as.exchanged.Load() != 2 {
+		t.Errorf("step-up: authorized %d, exchanged %d; want a second authorization and token", as.authorized.Load(), as.exchanged.Load())
+	}
+	if got := counting.metadataFetches(); len(got) != 2 {
+		t.Errorf("RFC 9728 document fetches after the step-up = %q, want 2 (the 403 names it too)", got)
+	}
+	tools, err = cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "toolbox_json_format" {
+		t.Fatalf("tools/list after the step-up = %v, %v, want the granted toolbox_json_format alone", tools, err)
 	}
 	// The token is the identity: the client's token source holds what the AS
-	// minted, for carol, for this resource.
+	// minted, for carol, for this resource, with the scope it stepped up to.
 	ts, err := handler.TokenSource(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -247,8 +308,9 @@ tools = ["toolbox_json_format"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c jwt.Claims
-	if err := parsed.Claims(as.rsa.Public(), &c); err != nil || c.Subject != "carol" || !slices.Equal([]string(c.Audience), []string{resource}) {
-		t.Errorf("the client's token: %+v, %v; want carol's for %s", c, err, resource)
+	var c claims
+	if err := parsed.Claims(as.rsa.Public(), &c); err != nil || c.Subject != "carol" || !slices.Equal([]string(c.Audience), []string{resource}) ||
+		!slices.Equal(strings.Fields(c.Scope), []string{"mcp", "tools:json"}) {
+		t.Errorf("the client's token: %+v, %v; want carol's for %s with scope \"mcp tools:json\"", c, err, resource)
 	}
 }
