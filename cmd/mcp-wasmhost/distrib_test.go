@@ -231,3 +231,66 @@ func stderrOf(err error) string {
 	}
 	return ""
 }
+
+// TestPullHandEditedLockfile: a lockfile entry edited by hand (a key_id cut short) is
+// refused by pull with the file, the line and the field, even with the registry down,
+// where pull used to print the kept entry and panic slicing the key ID.
+func TestPullHandEditedLockfile(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{Username: "ci", Password: "s3cret"})
+	key := sigtest.NewKey(t)
+	src := "oci://" + reg.Host + "/plugins/edited:1"
+	cfg := ociConfig(t, reg, key, sourceTOML("edited", src, keyed))
+	client, err := oci.NewClient(oci.Options{Registries: []oci.Registry{{Host: reg.Host, Username: "ci", Password: "s3cret", PlainHTTP: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := oci.ParseRef(src)
+	wasm, _ := os.ReadFile(testenv.Path("plugins/textkit/textkit.wasm"))
+	d, err := client.Push(context.Background(), ref, wasm, oci.LayoutWasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.AttachBundle(context.Background(), ref, d, key.Sign(t, d.Digest.String()), false); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(binary, "--config", cfg, "pull").CombinedOutput(); err != nil {
+		t.Fatalf("pull: %v\n%s", err, out)
+	}
+	reg.Stop()
+	path := lock.Path(cfg)
+	b, _ := os.ReadFile(path)
+	keyID := lockedKeyID(t, path)
+	edited := strings.Replace(string(b), `"key_id": "`+keyID+`"`, `"key_id": "ab"`, 1)
+	if edited == string(b) {
+		t.Fatalf("key_id %s not found in the lockfile:\n%s", keyID, b)
+	}
+	os.WriteFile(path, []byte(edited), 0o644)
+	line := 1 + strings.Count(edited[:strings.Index(edited, `"edited": {`)], "\n")
+	out, err := exec.Command(binary, "--config", cfg, "pull").CombinedOutput()
+	if err == nil || strings.Contains(string(out), "panic") {
+		t.Fatalf("pull with a cut key_id = %v, want a refusal:\n%s", err, out)
+	}
+	for _, want := range []string{fmt.Sprintf("%s:%d:", path, line), `plugin "edited"`, `signer.key_id "ab"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("pull's refusal lacks %q:\n%s", want, out)
+		}
+	}
+	if after, _ := os.ReadFile(path); string(after) != edited {
+		t.Errorf("pull rewrote a lockfile it refused:\n%s", after)
+	}
+}
+
+func lockedKeyID(t *testing.T, path string) string {
+	t.Helper()
+	lf, err := lock.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range lf.Plugins {
+		if e.Signer != nil && e.Signer.KeyID != "" {
+			return e.Signer.KeyID
+		}
+	}
+	t.Fatalf("no key_id in %s", path)
+	return ""
+}

@@ -71,3 +71,21 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestSignerString: any Signer prints, also one read from a hand-edited lockfile.
+func TestSignerString(t *testing.T) {
+	tests := []struct {
+		s    verify.Signer
+		want string
+	}{
+		{verify.Signer{Kind: "key", KeyID: strings.Repeat("ab", 32)}, "key sha256:abababababababab"},
+		{verify.Signer{Kind: "key", KeyID: "ab"}, "key sha256:ab"},
+		{verify.Signer{Kind: "key"}, "key sha256:"},
+		{verify.Signer{Kind: "keyless", Identity: "a@b.example", Issuer: "https://i.example"}, "a@b.example (https://i.example)"},
+	}
+	for _, tt := range tests {
+		if got := tt.s.String(); got != tt.want {
+			t.Errorf("%+v.String() = %q, want %q", tt.s, got, tt.want)
+		}
+	}
+}
