@@ -236,6 +236,12 @@ func TestWarmCacheRegistryStopped(t *testing.T) {
 	if !strings.Contains(e.logs.String(), "registry unreachable") {
 		t.Errorf("no warning logged: %s", e.logs)
 	}
+	// The entry kept names the signer verified now, not the one the file claims.
+	edited := entry
+	edited.Signer = &verify.Signer{Kind: "key", KeyID: strings.Repeat("0", 64)}
+	if kept, err := distrib.PullOrKeep(context.Background(), e.opts(), src, &edited); err != nil || *kept.Signer != *entry.Signer {
+		t.Errorf("PullOrKeep of an entry with another key_id = signer %+v, %v; want %+v", kept.Signer, err, entry.Signer)
+	}
 }
 
 // TestTamperedCache: a cached module or bundle changed on disk is refused at Open.
