@@ -294,3 +294,83 @@ func lockedKeyID(t *testing.T, path string) string {
 	t.Fatalf("no key_id in %s", path)
 	return ""
 }
+
+// TestOCIPolicyChangedAtStart: the server verifies every start, cache warm and registry
+// stopped, under the policy in the config then: after the key and the identity change
+// in config, the keyed and the keyless plugin are refused with "wrong key" and "wrong
+// identity", and the local plugin is still served.
+func TestOCIPolicyChangedAtStart(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{Username: "ci", Password: "s3cret"})
+	key := sigtest.NewKey(t)
+	vs := sigtest.NewSigstore(t)
+	const identity, issuer = "dev@plugins.example", "https://issuer.example"
+	keyedSrc := "oci://" + reg.Host + "/plugins/keyed:1"
+	keylessSrc := "oci://" + reg.Host + "/plugins/keyless:1"
+	keyless := func(id string) string {
+		return fmt.Sprintf("[plugins.verify]\nidentity = %q\nissuer = %q\ntrusted_root = \"trusted_root.json\"", id, issuer)
+	}
+	local := pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", "")
+	cfg := ociConfig(t, reg, key, sourceTOML("keyed", keyedSrc, keyed)+sourceTOML("keyless", keylessSrc, keyless(identity))+local)
+	dir := filepath.Dir(cfg)
+	os.WriteFile(filepath.Join(dir, "trusted_root.json"), vs.TrustedRoot(t), 0o644)
+
+	client, err := oci.NewClient(oci.Options{Registries: []oci.Registry{{Host: reg.Host, Username: "ci", Password: "s3cret", PlainHTTP: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	wasm, _ := os.ReadFile(testenv.Path("plugins/textkit/textkit.wasm"))
+	for _, s := range []struct {
+		src  string
+		sign func(digest string) []byte
+	}{
+		{keyedSrc, func(d string) []byte { return key.Sign(t, d) }},
+		{keylessSrc, func(d string) []byte { return vs.Sign(t, identity, issuer, d) }},
+	} {
+		ref, _ := oci.ParseRef(s.src)
+		d, err := client.Push(ctx, ref, wasm, oci.LayoutWasm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.AttachBundle(ctx, ref, d, s.sign(d.Digest.String()), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command(binary, "--config", cfg, "pull").CombinedOutput(); err != nil {
+		t.Fatalf("pull: %v\n%s", err, out)
+	}
+	reg.Stop()
+	if out, err := exec.Command(binary, "--config", cfg, "check").CombinedOutput(); err != nil {
+		t.Fatalf("check with the policy of the pull: %v\n%s", err, out)
+	}
+
+	// Another key in cosign.pub, another identity in config.toml.
+	os.WriteFile(filepath.Join(dir, "cosign.pub"), sigtest.NewKey(t).PublicPEM, 0o644)
+	body, _ := os.ReadFile(cfg)
+	changed := strings.Replace(string(body), keyless(identity), keyless("other@plugins.example"), 1)
+	if changed == string(body) {
+		t.Fatal("the keyless policy is not in the config")
+	}
+	os.WriteFile(cfg, []byte(changed), 0o644)
+
+	cs, stderr := connectStdio(t, "--config", cfg)
+	if got := callText(t, cs, "textkit_ping", map[string]any{}); got != "pong" {
+		t.Errorf("textkit_ping = %q, want pong", got)
+	}
+	cs.Close()
+	refusals := map[string]string{"keyed": "wrong key:", "keyless": "wrong identity:"}
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		for plugin, reason := range refusals {
+			if strings.Contains(line, "plugin refused") && strings.Contains(line, "plugin="+plugin+" ") && strings.Contains(line, reason) {
+				delete(refusals, plugin)
+			}
+		}
+	}
+	for plugin, reason := range refusals {
+		t.Errorf("no \"plugin refused\" line for %s with %q at start:\n%s", plugin, reason, stderr)
+	}
+	out, err := exec.Command(binary, "--config", cfg, "check").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "wrong key:") || !strings.Contains(string(out), "wrong identity:") {
+		t.Errorf("check after the policy changed = %v, want both refusals named:\n%s", err, out)
+	}
+}
