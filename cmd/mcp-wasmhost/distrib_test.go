@@ -374,3 +374,59 @@ func TestOCIPolicyChangedAtStart(t *testing.T) {
 		t.Errorf("check after the policy changed = %v, want both refusals named:\n%s", err, out)
 	}
 }
+
+// TestOCIExtismPluginRefused: a module built with Extism's PDK, as hyper-mcp's published
+// plugins are, in hyper-mcp's Docker image layout: pull fetches it, and the host refuses
+// it at load for its Extism imports, naming them, while the other plugins are served.
+func TestOCIExtismPluginRefused(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{Username: "ci", Password: "s3cret"})
+	key := sigtest.NewKey(t)
+	src := "oci://" + reg.Host + "/hyper-mcp/time-plugin:latest"
+	cfg := ociConfig(t, reg, key, sourceTOML("time", src, keyed)+pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
+	client, err := oci.NewClient(oci.Options{Registries: []oci.Registry{{Host: reg.Host, Username: "ci", Password: "s3cret", PlainHTTP: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := oci.ParseRef(src)
+	d, err := client.Push(context.Background(), ref, extismModule(), oci.LayoutDockerImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.AttachBundle(context.Background(), ref, d, key.Sign(t, d.Digest.String()), true); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(binary, "--config", cfg, "pull").CombinedOutput(); err != nil {
+		t.Fatalf("pull of an Extism plugin: %v\n%s", err, out)
+	}
+	const want = `imports extism:host/env.input_length, but the host provides no module "extism:host/env"`
+	out, err := exec.Command(binary, "--config", cfg, "check").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), want) || !strings.Contains(string(out), "textkit_ping") {
+		t.Errorf("check of an Extism plugin = %v, want %q and textkit served:\n%s", err, want, out)
+	}
+}
+
+// extismModule is the shape of an Extism PDK plugin: it imports the Extism kernel's
+// functions from "extism:host/env" and exports its memory and its handlers.
+func extismModule() []byte {
+	section := func(id byte, body ...byte) []byte { return append([]byte{id, byte(len(body))}, body...) }
+	name := func(s string) []byte { return append([]byte{byte(len(s))}, s...) }
+	var imp []byte
+	imp = append(imp, 1) // one import
+	imp = append(imp, name("extism:host/env")...)
+	imp = append(imp, name("input_length")...)
+	imp = append(imp, 0x00, 0) // a function of type 0
+	var exp []byte
+	exp = append(exp, 2)
+	exp = append(exp, name("memory")...)
+	exp = append(exp, 0x02, 0)
+	exp = append(exp, name("call")...)
+	exp = append(exp, 0x00, 1) // function 1, after the import
+	m := []byte{0, 'a', 's', 'm', 1, 0, 0, 0}
+	m = append(m, section(1, 2, 0x60, 0, 1, 0x7e, 0x60, 0, 1, 0x7f)...) // () -> i64, () -> i32
+	m = append(m, section(2, imp...)...)
+	m = append(m, section(3, 1, 1)...)    // one function of type 1
+	m = append(m, section(5, 1, 0, 1)...) // one memory, one page
+	m = append(m, section(7, exp...)...)
+	m = append(m, section(10, 1, 4, 0, 0x41, 0, 0x0b)...) // call: i32.const 0
+	return m
+}
