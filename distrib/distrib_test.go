@@ -3,6 +3,7 @@ package distrib_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -77,6 +78,34 @@ func (e *env) attach(ref oci.Ref, subject ocispec.Descriptor, bundle []byte, cos
 	e.t.Helper()
 	if _, err := e.client.AttachBundle(context.Background(), ref, subject, bundle, cosignTag); err != nil {
 		e.t.Fatalf("attach: %v", err)
+	}
+}
+
+// attachSimpleSigning tags a cosign legacy signature of subject: the layout cosign 2
+// writes without --new-bundle-format; its signature is a placeholder, since nothing reads it.
+func (e *env) attachSimpleSigning(ref oci.Ref, subject ocispec.Descriptor) {
+	e.t.Helper()
+	ctx := context.Background()
+	payload, _ := json.Marshal(map[string]any{"critical": map[string]any{
+		"identity": map[string]string{"docker-reference": ref.Registry + "/" + ref.Repository},
+		"image":    map[string]string{"docker-manifest-digest": subject.Digest.String()},
+		"type":     "cosign container image signature"}})
+	layer, err := e.client.PushBlob(ctx, ref, "application/vnd.dev.cosign.simplesigning.v1+json", payload)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	layer.Annotations = map[string]string{"dev.cosignproject.cosign/signature": "MEUCIQ=="}
+	config, err := e.client.PushBlob(ctx, ref, ocispec.MediaTypeImageConfig, []byte(`{"architecture":"","os":"","rootfs":{"type":"layers","diff_ids":[]}}`))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: config, Layers: []ocispec.Descriptor{layer}}
+	m.SchemaVersion = 2
+	body, _ := json.Marshal(m)
+	sig := ref.At("")
+	sig.Tag = "sha256-" + subject.Digest.Encoded() + ".sig"
+	if _, err := e.client.PushManifest(ctx, sig, m.MediaType, body); err != nil {
+		e.t.Fatal(err)
 	}
 }
 
@@ -185,6 +214,12 @@ func TestRefusals(t *testing.T) {
 			theirs := sigtest.Tlog(t, vs.Sign(t, identity, issuer, cache.Digest([]byte("another image"))))
 			e.attach(ref, d, sigtest.EditTlog(t, b, func([]map[string]any) []map[string]any { return theirs }), true)
 		}, verify.ErrUntrusted},
+		{"cosign legacy simple signing", keyless, func(ref oci.Ref) {
+			// What cosign 2 writes by default: the sha256-<hex>.sig tag, its layers a
+			// simple-signing payload with the signature in annotations. Not read.
+			d := e.push(ref, wasm, oci.LayoutWasm)
+			e.attachSimpleSigning(ref, d)
+		}, verify.ErrUnsigned},
 		{"untrusted root", keyless, func(ref oci.Ref) {
 			d := e.push(ref, wasm, oci.LayoutWasm)
 			e.attach(ref, d, otherVS.Sign(t, identity, issuer, d.Digest.String()), false)
