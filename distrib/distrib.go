@@ -62,10 +62,12 @@ func Pull(ctx context.Context, opts Options, src Source) (lock.Entry, error) {
 func PullOrKeep(ctx context.Context, opts Options, src Source, prev *lock.Entry) (lock.Entry, error) {
 	e, err := pull(ctx, opts, src)
 	if err != nil && errors.Is(err, oci.ErrUnreachable) && prev != nil && prev.Source == src.Ref.String() {
-		if _, oerr := Open(ctx, opts, src, prev); oerr == nil {
+		if r, oerr := Open(ctx, opts, src, prev); oerr == nil {
 			opts.logger().Warn("registry unreachable: keeping the locked digest, checked from the cache",
 				"plugin", src.Name, "source", prev.Source, "digest", prev.Digest, "err", err)
-			return *prev, nil
+			kept := *prev
+			kept.Signer = r.Signer // who verified now, not what the file says
+			return kept, nil
 		}
 	}
 	return e, err
@@ -192,7 +194,11 @@ func Open(ctx context.Context, opts Options, src Source, e *lock.Entry) (Resolve
 	if err != nil {
 		return fail(err)
 	}
-	r := Resolved{Path: path, SHA256: e.Module[len("sha256:"):]}
+	sum, err := cache.Hex(e.Module)
+	if err != nil {
+		return fail(err)
+	}
+	r := Resolved{Path: path, SHA256: sum}
 	if src.Policy == nil {
 		opts.logger().Warn("plugin signature not checked: verify = \"none\"", "plugin", src.Name, "source", e.Source, "digest", e.Digest)
 		return r, nil

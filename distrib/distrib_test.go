@@ -3,6 +3,7 @@ package distrib_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -77,6 +78,34 @@ func (e *env) attach(ref oci.Ref, subject ocispec.Descriptor, bundle []byte, cos
 	e.t.Helper()
 	if _, err := e.client.AttachBundle(context.Background(), ref, subject, bundle, cosignTag); err != nil {
 		e.t.Fatalf("attach: %v", err)
+	}
+}
+
+// attachSimpleSigning tags a cosign legacy signature of subject: the layout cosign 2
+// writes without --new-bundle-format; its signature is a placeholder, since nothing reads it.
+func (e *env) attachSimpleSigning(ref oci.Ref, subject ocispec.Descriptor) {
+	e.t.Helper()
+	ctx := context.Background()
+	payload, _ := json.Marshal(map[string]any{"critical": map[string]any{
+		"identity": map[string]string{"docker-reference": ref.Registry + "/" + ref.Repository},
+		"image":    map[string]string{"docker-manifest-digest": subject.Digest.String()},
+		"type":     "cosign container image signature"}})
+	layer, err := e.client.PushBlob(ctx, ref, "application/vnd.dev.cosign.simplesigning.v1+json", payload)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	layer.Annotations = map[string]string{"dev.cosignproject.cosign/signature": "MEUCIQ=="}
+	config, err := e.client.PushBlob(ctx, ref, ocispec.MediaTypeImageConfig, []byte(`{"architecture":"","os":"","rootfs":{"type":"layers","diff_ids":[]}}`))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: config, Layers: []ocispec.Descriptor{layer}}
+	m.SchemaVersion = 2
+	body, _ := json.Marshal(m)
+	sig := ref.At("")
+	sig.Tag = "sha256-" + subject.Digest.Encoded() + ".sig"
+	if _, err := e.client.PushManifest(ctx, sig, m.MediaType, body); err != nil {
+		e.t.Fatal(err)
 	}
 }
 
@@ -174,6 +203,23 @@ func TestRefusals(t *testing.T) {
 			d := e.push(ref, wasm, oci.LayoutWasm)
 			e.attach(ref, d, vs.Sign(t, identity, "https://evil.example", d.Digest.String()), false)
 		}, verify.ErrWrongIdentity},
+		{"keyless without its log entry", keyless, func(ref oci.Ref) {
+			d := e.push(ref, wasm, oci.LayoutWasm)
+			b := vs.Sign(t, identity, issuer, d.Digest.String())
+			e.attach(ref, d, sigtest.EditTlog(t, b, func([]map[string]any) []map[string]any { return nil }), false)
+		}, verify.ErrUntrusted},
+		{"keyless with another signature's log entry", keyless, func(ref oci.Ref) {
+			d := e.push(ref, wasm, oci.LayoutWasm)
+			b := vs.Sign(t, identity, issuer, d.Digest.String())
+			theirs := sigtest.Tlog(t, vs.Sign(t, identity, issuer, cache.Digest([]byte("another image"))))
+			e.attach(ref, d, sigtest.EditTlog(t, b, func([]map[string]any) []map[string]any { return theirs }), true)
+		}, verify.ErrUntrusted},
+		{"cosign legacy simple signing", keyless, func(ref oci.Ref) {
+			// What cosign 2 writes by default: the sha256-<hex>.sig tag, its layers a
+			// simple-signing payload with the signature in annotations. Not read.
+			d := e.push(ref, wasm, oci.LayoutWasm)
+			e.attachSimpleSigning(ref, d)
+		}, verify.ErrUnsigned},
 		{"untrusted root", keyless, func(ref oci.Ref) {
 			d := e.push(ref, wasm, oci.LayoutWasm)
 			e.attach(ref, d, otherVS.Sign(t, identity, issuer, d.Digest.String()), false)
@@ -235,6 +281,73 @@ func TestWarmCacheRegistryStopped(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "registry unreachable") {
 		t.Errorf("no warning logged: %s", e.logs)
+	}
+	// The entry kept names the signer verified now, not the one the file claims.
+	edited := entry
+	edited.Signer = &verify.Signer{Kind: "key", KeyID: strings.Repeat("0", 64)}
+	if kept, err := distrib.PullOrKeep(context.Background(), e.opts(), src, &edited); err != nil || *kept.Signer != *entry.Signer {
+		t.Errorf("PullOrKeep of an entry with another key_id = signer %+v, %v; want %+v", kept.Signer, err, entry.Signer)
+	}
+}
+
+// TestPolicyChangedAtStart: with the cache warm and the registry stopped, Open (what
+// every start runs) verifies the locked bundle under the policy in force then, so a key
+// or identity changed since the pull refuses the plugin with its reason.
+func TestPolicyChangedAtStart(t *testing.T) {
+	e := newEnv(t)
+	wasm := textkit(t)
+	key := sigtest.NewKey(t)
+	vs := sigtest.NewSigstore(t)
+	root := vs.TrustedRoot(t)
+	ctx := context.Background()
+	keyedRef := e.ref(e.reg.Host, "start/keyed", "1")
+	d := e.push(keyedRef, wasm, oci.LayoutWasm)
+	e.attach(keyedRef, d, key.Sign(t, d.Digest.String()), false)
+	keylessRef := e.ref(e.reg.Host, "start/keyless", "1")
+	d = e.push(keylessRef, wasm, oci.LayoutHyperORAS)
+	e.attach(keylessRef, d, vs.Sign(t, identity, issuer, d.Digest.String()), true)
+
+	keyedPolicy := &verify.Policy{KeyPEM: key.PublicPEM}
+	keylessPolicy := &verify.Policy{Identity: identity, Issuer: issuer, TrustedRootJSON: root}
+	keyedEntry, err := distrib.Pull(ctx, e.opts(), distrib.Source{Name: "k", Ref: keyedRef, Policy: keyedPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keylessEntry, err := distrib.Pull(ctx, e.opts(), distrib.Source{Name: "kl", Ref: keylessRef, Policy: keylessPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.reg.Stop()
+
+	tests := []struct {
+		name   string
+		ref    oci.Ref
+		entry  *lock.Entry
+		policy *verify.Policy
+		want   error // nil: opens
+	}{
+		{"keyed, policy unchanged", keyedRef, &keyedEntry, keyedPolicy, nil},
+		{"keyless, policy unchanged", keylessRef, &keylessEntry, keylessPolicy, nil},
+		{"another key", keyedRef, &keyedEntry, &verify.Policy{KeyPEM: sigtest.NewKey(t).PublicPEM}, verify.ErrWrongKey},
+		{"keyless policy over a keyed pull", keyedRef, &keyedEntry, keylessPolicy, verify.ErrWrongIdentity},
+		{"another identity", keylessRef, &keylessEntry, &verify.Policy{Identity: "other@plugins.example", Issuer: issuer, TrustedRootJSON: root}, verify.ErrWrongIdentity},
+		{"another issuer", keylessRef, &keylessEntry, &verify.Policy{Identity: identity, Issuer: "https://other.example", TrustedRootJSON: root}, verify.ErrWrongIdentity},
+		{"key policy over a keyless pull", keylessRef, &keylessEntry, keyedPolicy, verify.ErrWrongKey},
+		{"another trusted root", keylessRef, &keylessEntry, &verify.Policy{Identity: identity, Issuer: issuer, TrustedRootJSON: sigtest.NewSigstore(t).TrustedRoot(t)}, verify.ErrUntrusted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := distrib.Open(ctx, distrib.Options{Cache: e.store}, distrib.Source{Name: "p", Ref: tt.ref, Policy: tt.policy}, tt.entry)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Open = %v, want it to open", err)
+				}
+				return
+			}
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.want.Error()+":") {
+				t.Fatalf("Open = %v, want %v named", err, tt.want)
+			}
+		})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ type proxy struct {
 	host   string
 	mu     sync.Mutex
 	change func(r *http.Request, body []byte) []byte // nil: pass through
+	paths  []string                                  // every request's path, in order
 }
 
 func startProxy(t *testing.T, target string) *proxy {
@@ -48,6 +50,9 @@ func startProxy(t *testing.T, target string) *proxy {
 		}
 		resp.Body.Close()
 		body = change(resp.Request, body)
+		if resp.Header.Get("Docker-Content-Digest") != "" { // a hostile registry is consistent
+			resp.Header.Set("Docker-Content-Digest", cache.Digest(body))
+		}
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		resp.ContentLength = int64(len(body))
 		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
@@ -57,7 +62,12 @@ func startProxy(t *testing.T, target string) *proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: rp}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.paths = append(p.paths, r.URL.Path)
+		p.mu.Unlock()
+		rp.ServeHTTP(w, r)
+	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	p.host = ln.Addr().String()
@@ -68,6 +78,13 @@ func (p *proxy) set(f func(r *http.Request, body []byte) []byte) {
 	p.mu.Lock()
 	p.change = f
 	p.mu.Unlock()
+}
+
+// requested is the paths of the requests the proxy received so far.
+func (p *proxy) requested() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.paths)
 }
 
 // TestHostileRegistry: a registry that alters, pads or inflates what it sends is caught
@@ -142,6 +159,29 @@ func TestHostileRegistry(t *testing.T) {
 			}
 		})
 	}
+	// A referrer whose digest is a path is refused before anything is fetched with it:
+	// the digest goes into a URL.
+	t.Run("referrer digest is a path", func(t *testing.T) {
+		e := newEnvAt(t, base.reg, px.host)
+		fallback := "/manifests/sha256-" + d.Digest.Encoded() // oras's referrers tag
+		px.set(func(r *http.Request, b []byte) []byte {
+			if strings.HasSuffix(r.URL.Path, fallback) {
+				b = bytes.ReplaceAll(b, []byte(`"digest":"sha256:`), []byte(`"digest":"sha256:../../`))
+			}
+			return b
+		})
+		defer px.set(nil)
+		_, err := distrib.Pull(context.Background(), e.opts(), distrib.Source{Name: "h", Ref: e.ref(px.host, "hostile/plugin", "1"), Policy: policy})
+		if err == nil || !strings.Contains(err.Error(), "referrer") || !strings.Contains(err.Error(), "sha256:../../") {
+			t.Fatalf("Pull = %v, want the referrer's digest refused", err)
+		}
+		for _, p := range px.requested() {
+			if strings.Contains(p, "..") {
+				t.Errorf("requested %s", p)
+			}
+		}
+	})
+
 	// Through the same proxy, passing bytes unchanged, the pull succeeds.
 	e := newEnvAt(t, base.reg, px.host)
 	if _, err := distrib.Pull(context.Background(), e.opts(), distrib.Source{Name: "h", Ref: e.ref(px.host, "hostile/plugin", "1"), Policy: policy}); err != nil {

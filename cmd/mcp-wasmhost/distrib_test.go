@@ -231,3 +231,202 @@ func stderrOf(err error) string {
 	}
 	return ""
 }
+
+// TestPullHandEditedLockfile: a lockfile entry edited by hand (a key_id cut short) is
+// refused by pull with the file, the line and the field, even with the registry down,
+// where pull used to print the kept entry and panic slicing the key ID.
+func TestPullHandEditedLockfile(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{Username: "ci", Password: "s3cret"})
+	key := sigtest.NewKey(t)
+	src := "oci://" + reg.Host + "/plugins/edited:1"
+	cfg := ociConfig(t, reg, key, sourceTOML("edited", src, keyed))
+	client, err := oci.NewClient(oci.Options{Registries: []oci.Registry{{Host: reg.Host, Username: "ci", Password: "s3cret", PlainHTTP: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := oci.ParseRef(src)
+	wasm, _ := os.ReadFile(testenv.Path("plugins/textkit/textkit.wasm"))
+	d, err := client.Push(context.Background(), ref, wasm, oci.LayoutWasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.AttachBundle(context.Background(), ref, d, key.Sign(t, d.Digest.String()), false); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(binary, "--config", cfg, "pull").CombinedOutput(); err != nil {
+		t.Fatalf("pull: %v\n%s", err, out)
+	}
+	reg.Stop()
+	path := lock.Path(cfg)
+	b, _ := os.ReadFile(path)
+	keyID := lockedKeyID(t, path)
+	edited := strings.Replace(string(b), `"key_id": "`+keyID+`"`, `"key_id": "ab"`, 1)
+	if edited == string(b) {
+		t.Fatalf("key_id %s not found in the lockfile:\n%s", keyID, b)
+	}
+	os.WriteFile(path, []byte(edited), 0o644)
+	line := 1 + strings.Count(edited[:strings.Index(edited, `"edited": {`)], "\n")
+	out, err := exec.Command(binary, "--config", cfg, "pull").CombinedOutput()
+	if err == nil || strings.Contains(string(out), "panic") {
+		t.Fatalf("pull with a cut key_id = %v, want a refusal:\n%s", err, out)
+	}
+	for _, want := range []string{fmt.Sprintf("%s:%d:", path, line), `plugin "edited"`, `signer.key_id "ab"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("pull's refusal lacks %q:\n%s", want, out)
+		}
+	}
+	if after, _ := os.ReadFile(path); string(after) != edited {
+		t.Errorf("pull rewrote a lockfile it refused:\n%s", after)
+	}
+}
+
+func lockedKeyID(t *testing.T, path string) string {
+	t.Helper()
+	lf, err := lock.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range lf.Plugins {
+		if e.Signer != nil && e.Signer.KeyID != "" {
+			return e.Signer.KeyID
+		}
+	}
+	t.Fatalf("no key_id in %s", path)
+	return ""
+}
+
+// TestOCIPolicyChangedAtStart: the server verifies every start, cache warm and registry
+// stopped, under the policy in the config then: after the key and the identity change
+// in config, the keyed and the keyless plugin are refused with "wrong key" and "wrong
+// identity", and the local plugin is still served.
+func TestOCIPolicyChangedAtStart(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{Username: "ci", Password: "s3cret"})
+	key := sigtest.NewKey(t)
+	vs := sigtest.NewSigstore(t)
+	const identity, issuer = "dev@plugins.example", "https://issuer.example"
+	keyedSrc := "oci://" + reg.Host + "/plugins/keyed:1"
+	keylessSrc := "oci://" + reg.Host + "/plugins/keyless:1"
+	keyless := func(id string) string {
+		return fmt.Sprintf("[plugins.verify]\nidentity = %q\nissuer = %q\ntrusted_root = \"trusted_root.json\"", id, issuer)
+	}
+	local := pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", "")
+	cfg := ociConfig(t, reg, key, sourceTOML("keyed", keyedSrc, keyed)+sourceTOML("keyless", keylessSrc, keyless(identity))+local)
+	dir := filepath.Dir(cfg)
+	os.WriteFile(filepath.Join(dir, "trusted_root.json"), vs.TrustedRoot(t), 0o644)
+
+	client, err := oci.NewClient(oci.Options{Registries: []oci.Registry{{Host: reg.Host, Username: "ci", Password: "s3cret", PlainHTTP: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	wasm, _ := os.ReadFile(testenv.Path("plugins/textkit/textkit.wasm"))
+	for _, s := range []struct {
+		src  string
+		sign func(digest string) []byte
+	}{
+		{keyedSrc, func(d string) []byte { return key.Sign(t, d) }},
+		{keylessSrc, func(d string) []byte { return vs.Sign(t, identity, issuer, d) }},
+	} {
+		ref, _ := oci.ParseRef(s.src)
+		d, err := client.Push(ctx, ref, wasm, oci.LayoutWasm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.AttachBundle(ctx, ref, d, s.sign(d.Digest.String()), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command(binary, "--config", cfg, "pull").CombinedOutput(); err != nil {
+		t.Fatalf("pull: %v\n%s", err, out)
+	}
+	reg.Stop()
+	if out, err := exec.Command(binary, "--config", cfg, "check").CombinedOutput(); err != nil {
+		t.Fatalf("check with the policy of the pull: %v\n%s", err, out)
+	}
+
+	// Another key in cosign.pub, another identity in config.toml.
+	os.WriteFile(filepath.Join(dir, "cosign.pub"), sigtest.NewKey(t).PublicPEM, 0o644)
+	body, _ := os.ReadFile(cfg)
+	changed := strings.Replace(string(body), keyless(identity), keyless("other@plugins.example"), 1)
+	if changed == string(body) {
+		t.Fatal("the keyless policy is not in the config")
+	}
+	os.WriteFile(cfg, []byte(changed), 0o644)
+
+	cs, stderr := connectStdio(t, "--config", cfg)
+	if got := callText(t, cs, "textkit_ping", map[string]any{}); got != "pong" {
+		t.Errorf("textkit_ping = %q, want pong", got)
+	}
+	cs.Close()
+	refusals := map[string]string{"keyed": "wrong key:", "keyless": "wrong identity:"}
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		for plugin, reason := range refusals {
+			if strings.Contains(line, "plugin refused") && strings.Contains(line, "plugin="+plugin+" ") && strings.Contains(line, reason) {
+				delete(refusals, plugin)
+			}
+		}
+	}
+	for plugin, reason := range refusals {
+		t.Errorf("no \"plugin refused\" line for %s with %q at start:\n%s", plugin, reason, stderr)
+	}
+	out, err := exec.Command(binary, "--config", cfg, "check").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "wrong key:") || !strings.Contains(string(out), "wrong identity:") {
+		t.Errorf("check after the policy changed = %v, want both refusals named:\n%s", err, out)
+	}
+}
+
+// TestOCIExtismPluginRefused: a module built with Extism's PDK, as hyper-mcp's published
+// plugins are, in hyper-mcp's Docker image layout: pull fetches it, and the host refuses
+// it at load for its Extism imports, naming them, while the other plugins are served.
+func TestOCIExtismPluginRefused(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{Username: "ci", Password: "s3cret"})
+	key := sigtest.NewKey(t)
+	src := "oci://" + reg.Host + "/hyper-mcp/time-plugin:latest"
+	cfg := ociConfig(t, reg, key, sourceTOML("time", src, keyed)+pluginTOML(t, "textkit", "plugins/textkit/textkit.wasm", ""))
+	client, err := oci.NewClient(oci.Options{Registries: []oci.Registry{{Host: reg.Host, Username: "ci", Password: "s3cret", PlainHTTP: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := oci.ParseRef(src)
+	d, err := client.Push(context.Background(), ref, extismModule(), oci.LayoutDockerImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.AttachBundle(context.Background(), ref, d, key.Sign(t, d.Digest.String()), true); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(binary, "--config", cfg, "pull").CombinedOutput(); err != nil {
+		t.Fatalf("pull of an Extism plugin: %v\n%s", err, out)
+	}
+	const want = `imports extism:host/env.input_length, but the host provides no module "extism:host/env"`
+	out, err := exec.Command(binary, "--config", cfg, "check").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), want) || !strings.Contains(string(out), "textkit_ping") {
+		t.Errorf("check of an Extism plugin = %v, want %q and textkit served:\n%s", err, want, out)
+	}
+}
+
+// extismModule is the shape of an Extism PDK plugin: it imports the Extism kernel's
+// functions from "extism:host/env" and exports its memory and its handlers.
+func extismModule() []byte {
+	section := func(id byte, body ...byte) []byte { return append([]byte{id, byte(len(body))}, body...) }
+	name := func(s string) []byte { return append([]byte{byte(len(s))}, s...) }
+	var imp []byte
+	imp = append(imp, 1) // one import
+	imp = append(imp, name("extism:host/env")...)
+	imp = append(imp, name("input_length")...)
+	imp = append(imp, 0x00, 0) // a function of type 0
+	var exp []byte
+	exp = append(exp, 2)
+	exp = append(exp, name("memory")...)
+	exp = append(exp, 0x02, 0)
+	exp = append(exp, name("call")...)
+	exp = append(exp, 0x00, 1) // function 1, after the import
+	m := []byte{0, 'a', 's', 'm', 1, 0, 0, 0}
+	m = append(m, section(1, 2, 0x60, 0, 1, 0x7e, 0x60, 0, 1, 0x7f)...) // () -> i64, () -> i32
+	m = append(m, section(2, imp...)...)
+	m = append(m, section(3, 1, 1)...)    // one function of type 1
+	m = append(m, section(5, 1, 0, 1)...) // one memory, one page
+	m = append(m, section(7, exp...)...)
+	m = append(m, section(10, 1, 4, 0, 0x41, 0, 0x0b)...) // call: i32.const 0
+	return m
+}

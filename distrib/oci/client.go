@@ -221,9 +221,14 @@ func (c *Client) Bundles(ctx context.Context, store *cache.Cache, ref Ref, subje
 	var manifests []string
 	err = repo.Referrers(ctx, subject, "", func(referrers []ocispec.Descriptor) error {
 		for _, d := range referrers {
-			if strings.HasPrefix(d.ArtifactType, "application/vnd.dev.sigstore.bundle") && len(manifests) < 16 {
-				manifests = append(manifests, d.Digest.String())
+			if !strings.HasPrefix(d.ArtifactType, "application/vnd.dev.sigstore.bundle") || len(manifests) == 16 {
+				continue
 			}
+			// The digest goes into a URL: checked before it is fetched.
+			if err := checkDescriptor("referrer", d, MaxManifestBytes); err != nil {
+				return err
+			}
+			manifests = append(manifests, d.Digest.String())
 		}
 		return nil
 	})
@@ -255,7 +260,10 @@ func (c *Client) Bundles(ctx context.Context, store *cache.Cache, ref Ref, subje
 			return nil, fmt.Errorf("signature %s: %w", d, err)
 		}
 	}
-	h, _ := cache.Hex(subject.Digest.String())
+	h, err := cache.Hex(subject.Digest.String())
+	if err != nil {
+		return nil, fmt.Errorf("signatures of %s: %w", ref, err)
+	}
 	sig := ref
 	sig.Digest, sig.Tag = "", "sha256-"+h+".sig"
 	if err := collect(sig); err != nil {

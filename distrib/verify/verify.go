@@ -54,10 +54,15 @@ type Signer struct {
 	Time     time.Time `json:"time,omitzero"`      // keyless: the transparency log's time
 }
 
-// String is a one-line form for logs and check.
+// String is a one-line form for logs and check: a key signer by the first 16 digits of
+// its key ID. It holds for any Signer, also one decoded from a hand-edited lockfile.
 func (s Signer) String() string {
 	if s.Kind == "key" {
-		return "key sha256:" + s.KeyID[:16]
+		id := s.KeyID
+		if len(id) > 16 {
+			id = id[:16]
+		}
+		return "key sha256:" + id
 	}
 	return s.Identity + " (" + s.Issuer + ")"
 }
@@ -167,10 +172,10 @@ func (v *Verifier) Verify(bundleJSON []byte, manifestDigest string) (Signer, err
 	if len(v.policy.KeyPEM) > 0 {
 		return Signer{Kind: "key", KeyID: v.keyID}, nil
 	}
-	cert := res.Signature.Certificate
-	if cert == nil {
+	if res == nil || res.Signature == nil || res.Signature.Certificate == nil {
 		return Signer{}, fmt.Errorf("%w: no certificate in the verified result", ErrUntrusted)
 	}
+	cert := res.Signature.Certificate
 	if cert.SubjectAlternativeName != v.policy.Identity || cert.Issuer != v.policy.Issuer {
 		return Signer{}, fmt.Errorf("%w: signed by %q (issuer %q), the policy wants %q (issuer %q)",
 			ErrWrongIdentity, cert.SubjectAlternativeName, cert.Issuer, v.policy.Identity, v.policy.Issuer)

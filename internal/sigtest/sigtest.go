@@ -205,3 +205,53 @@ func (s *Sigstore) Sign(t testing.TB, identity, issuer, digest string) []byte {
 		Content:              &protobundle.Bundle_DsseEnvelope{DsseEnvelope: pe},
 	})
 }
+
+// EditTlog returns bundle with its transparency log entries (as protojson decodes to
+// maps: inclusionProof, inclusionPromise, integratedTime, canonicalizedBody ...) passed
+// through edit. The result is not checked: it may no longer parse as a bundle.
+func EditTlog(t testing.TB, bundle []byte, edit func(entries []map[string]any) []map[string]any) []byte {
+	t.Helper()
+	var b map[string]any
+	if err := json.Unmarshal(bundle, &b); err != nil {
+		t.Fatal(err)
+	}
+	vm, _ := b["verificationMaterial"].(map[string]any)
+	if vm == nil {
+		t.Fatal("bundle has no verificationMaterial")
+	}
+	raw, _ := vm["tlogEntries"].([]any)
+	entries := make([]map[string]any, len(raw))
+	for i, r := range raw {
+		entries[i] = r.(map[string]any)
+	}
+	entries = edit(entries)
+	if len(entries) == 0 {
+		delete(vm, "tlogEntries")
+	} else {
+		vm["tlogEntries"] = entries
+	}
+	out, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Tlog returns bundle's transparency log entries, for [EditTlog] to put in another.
+func Tlog(t testing.TB, bundle []byte) []map[string]any {
+	t.Helper()
+	var entries []map[string]any
+	EditTlog(t, bundle, func(e []map[string]any) []map[string]any { entries = e; return e })
+	return entries
+}
+
+// FlipBase64 is the base64 string s with one bit of its first byte flipped.
+func FlipBase64(t testing.TB, s string) string {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || len(b) == 0 {
+		t.Fatalf("%q is not base64 of at least one byte: %v", s, err)
+	}
+	b[0] ^= 1
+	return base64.StdEncoding.EncodeToString(b)
+}
