@@ -11,4 +11,8 @@
 //
 // Unmarked blocks (client configuration, commands that need a network or a client
 // this machine does not have) are documentation only.
+//
+// Two quick tests run under -short too: README stays within its size budget (about
+// 12 KB, detail lives in docs/), and each of its relative links names a file and, with
+// a #fragment, a heading there.
 package readme
