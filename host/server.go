@@ -451,14 +451,16 @@ func (s *Server) runTool(ctx context.Context, t *plugins.Tool, args json.RawMess
 	}
 	out, err := t.Call(ctx, args, b)
 	// A resumable task whose worker died under it starts again from its last
-	// checkpoint, in a fresh instance, up to max_resumes times in all (tasklog.go).
+	// checkpoint, in a fresh instance, up to max_resumes times in all: the task's
+	// one count, which resumes after a server stopped add to too (tasklog.go).
 	for task := b.currentTask(); err != nil && task != nil && t.Resumable && restartable(err) && ctx.Err() == nil; {
-		_, n, ok, rerr := task.Restart(ctx)
-		if rerr != nil || !ok {
+		_, n, rerr := task.Restart(ctx)
+		if rerr != nil {
 			s.logger.WarnContext(ctx, "resumable task not started again", "tool", t.Name, "task", task.ID(), "resumes", n, "err", rerr)
 			var ge *sandbox.GuestError
-			if errors.As(err, &ge) && rerr == nil {
-				ge.Message = fmt.Sprintf("stopped under it again after %d restarts from its last checkpoint, as many as max_resumes allows: %s", n, ge.Message)
+			var limit *tasks.ResumeLimitError
+			if errors.As(err, &ge) && errors.As(rerr, &limit) {
+				ge.Message = fmt.Sprintf("its worker process stopped under it, and it is not started again: %v (%s)", limit, ge.Message)
 			}
 			break
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 )
 
@@ -38,6 +39,12 @@ type Journal interface {
 	// records; "" for a store one process uses), counts a resume in each, drops
 	// their pending inputs, and returns them with what they resume from.
 	Adopt(ctx context.Context, runner string, limit int) ([]Adopted, error)
+	// Restart counts a resume of task id whose work starts again in the instance
+	// running it (its worker process died), in the commit that applies f to the
+	// task: f gets the task and how many resumes it counts so far (by Adopt and
+	// Restart alike), and an error from f changes nothing and is returned. It
+	// returns the task as stored, with what it resumes from and the new count.
+	Restart(ctx context.Context, id string, f func(t *Task, resumes int) error) (Adopted, error)
 }
 
 // LogState is the size of a task's log.
@@ -56,12 +63,27 @@ type LogPage struct {
 	Text   []byte // whole lines
 }
 
-// Adopted is an orphaned task claimed to be resumed.
+// Adopted is a task claimed to be resumed: an orphan (Journal.Adopt), or a task
+// whose worker died (Journal.Restart).
 type Adopted struct {
 	Task       Task
 	Recipe     []byte
 	Checkpoint []byte // nil if it never saved one
-	Resumes    int    // how many times it has been resumed, this one included
+	// How many times it has been resumed, this one included: after its server
+	// stopped and after its worker died, one count.
+	Resumes int
+}
+
+// ResumeLimitError is why a task is not resumed again: it has been resumed
+// Options.MaxResumes times already, after its server or its worker stopped.
+type ResumeLimitError struct {
+	Resumes int // resumes counted before this stop
+	Max     int // Options.MaxResumes
+}
+
+func (e *ResumeLimitError) Error() string {
+	return fmt.Sprintf("it was started again from its last checkpoint %d times already (after its server or its worker process stopped under it), as many as max_resumes (%d) allows",
+		e.Resumes, e.Max)
 }
 
 // ErrNoJournal is the error of a log or checkpoint on a Store that is not a Journal.
@@ -259,6 +281,23 @@ func (s *MemoryStore) Adopt(_ context.Context, runner string, limit int) ([]Adop
 	return out, nil
 }
 
+func (s *MemoryStore) Restart(_ context.Context, id string, f func(t *Task, resumes int) error) (Adopted, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.entry(id)
+	if err != nil {
+		return Adopted{}, err
+	}
+	t := s.tasks[id]
+	if err := f(&t, e.resumes); err != nil {
+		return Adopted{}, err
+	}
+	e.resumes++
+	s.bytes += Size(t) - Size(s.tasks[id])
+	s.tasks[id] = t
+	return Adopted{Task: t, Recipe: bytes.Clone(e.recipe), Checkpoint: bytes.Clone(e.checkpoint), Resumes: e.resumes}, nil
+}
+
 // checkBound is the error of a checkpoint over its bound.
 func checkBound(what string, n, max int) error {
 	if n > max {
@@ -342,27 +381,52 @@ func (h *Handle) Resumed() (checkpoint []byte, resumes int) {
 	return h.checkpoint, h.resumes
 }
 
-// Restart counts one more resume of the running task within this process (its work
-// is started again from its last checkpoint after that work's worker process died),
-// and reports false when the task has been resumed Options.MaxResumes times already.
-// It returns the checkpoint to start from.
-func (h *Handle) Restart(ctx context.Context) (checkpoint []byte, resumes int, ok bool, err error) {
+// Restart counts one more resume of the running task, whose work is started again
+// in this process from its last checkpoint after that work's worker process died,
+// and returns the checkpoint to start from and the resumes counted, this one
+// included. The count is the task's stored one, which adoption after a server stop
+// adds to as well, so Options.MaxResumes bounds both kinds together; it is counted
+// in the store write that sets the statusMessage saying so. Past the bound it
+// returns a *ResumeLimitError and changes nothing.
+func (h *Handle) Restart(ctx context.Context) (checkpoint []byte, resumes int, err error) {
 	m := h.m
 	if m.journal == nil {
-		return nil, h.resumes, false, ErrNoJournal
+		return nil, h.resumes, ErrNoJournal
 	}
-	if h.resumes >= m.opts.MaxResumes {
-		return nil, h.resumes, false, nil
+	if err := m.waitStored(h.id); err != nil {
+		return nil, h.resumes, err
 	}
-	// The latest checkpoint, which the work may have saved since it started.
-	cp, err := m.journal.Checkpoint(ctx, h.id)
-	if err != nil {
-		return nil, h.resumes, false, fmt.Errorf("read checkpoint: %w", err)
+	var limit *ResumeLimitError
+	mu := &m.taskMu[stripe(h.id)]
+	mu.Lock()
+	r, err := m.journal.Restart(ctx, h.id, func(t *Task, n int) error {
+		switch {
+		case t.Status.Terminal():
+			return ErrTerminal
+		case n >= m.opts.MaxResumes:
+			limit = &ResumeLimitError{Resumes: n, Max: m.opts.MaxResumes}
+			return limit
+		}
+		if t.Status == Working {
+			t.StatusMessage = fmt.Sprintf("started again from its last checkpoint after its worker process stopped (resume %d of at most %d)",
+				n+1, m.opts.MaxResumes)
+		}
+		t.LastUpdatedAt = time.Now().UTC()
+		return nil
+	})
+	if err == nil && m.opts.OnChange != nil {
+		m.opts.OnChange(r.Task) // under the task's lock, as update
 	}
-	h.resumes++
-	h.checkpoint = cp
-	h.Note(fmt.Sprintf("started again from its last checkpoint after its worker process stopped (resume %d of at most %d)", h.resumes, m.opts.MaxResumes))
-	return cp, h.resumes, true, nil
+	mu.Unlock()
+	switch {
+	case limit != nil:
+		return nil, limit.Resumes, limit
+	case err != nil:
+		return nil, h.resumes, fmt.Errorf("count the task's restart: %w", err)
+	}
+	m.changed(r.Task)
+	h.resumes, h.checkpoint = r.Resumes, r.Checkpoint
+	return r.Checkpoint, r.Resumes, nil
 }
 
 // ReadLog returns up to limit bytes of owner's task id's log from offset, and the

@@ -66,7 +66,9 @@ type Options struct {
 	// its message. Without it, no task is adopted.
 	Resume func(a Adopted) (Func, error)
 	// MaxResumes is how often one task is resumed before it is failed instead
-	// (its work keeps stopping its server); 0 means DefaultMaxResumes.
+	// (its work keeps stopping its server or its worker): adoptions after a server
+	// stopped and Handle.Restart after a worker died, one count kept in the
+	// Journal; 0 means DefaultMaxResumes.
 	MaxResumes int
 }
 

@@ -11,7 +11,8 @@ type StoreObserver interface {
 	// StoreOp reports operation op ("put", "get", "list", "delete", "expired",
 	// "purge", "stats"; on a Shared store also "update", "set_inputs", "inputs",
 	// "send", "receive"; on a Journal also "append_log", "read_log",
-	// "save_checkpoint", "checkpoint", "set_recipe", "orphan", "adopt"), begun at
+	// "save_checkpoint", "checkpoint", "set_recipe", "orphan", "adopt",
+	// "restart"), begun at
 	// start with ctx, that ended now with err.
 	StoreOp(ctx context.Context, op string, start time.Time, err error)
 }
@@ -221,5 +222,12 @@ func (w journalOps) Adopt(ctx context.Context, runner string, limit int) ([]Adop
 	start := time.Now()
 	a, err := w.j.Adopt(ctx, runner, limit)
 	w.o.StoreOp(ctx, "adopt", start, err)
+	return a, err
+}
+
+func (w journalOps) Restart(ctx context.Context, id string, f func(t *Task, resumes int) error) (Adopted, error) {
+	start := time.Now()
+	a, err := w.j.Restart(ctx, id, f)
+	w.o.StoreOp(ctx, "restart", start, err)
 	return a, err
 }

@@ -73,8 +73,9 @@ func (m *Manager) resume(a Adopted) {
 		}
 	}
 	if a.Resumes > m.opts.MaxResumes {
-		fail(fmt.Sprintf("the server running this task stopped while it ran, %d times; it is not resumed again (max_resumes is %d)",
-			a.Resumes, m.opts.MaxResumes))
+		// Adopt counted this resume: the ones before it, worker restarts included.
+		limit := &ResumeLimitError{Resumes: a.Resumes - 1, Max: m.opts.MaxResumes}
+		fail(fmt.Sprintf("the server running this task stopped while it ran, and it is not resumed again: %v", limit))
 		return
 	}
 	f, err := m.opts.Resume(a)

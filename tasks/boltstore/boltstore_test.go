@@ -203,3 +203,37 @@ func highWater(b []byte) int {
 	}
 	return int(le.Uint64(m0[40:]))
 }
+
+// TestNoResume: the bolt store keeps no journal, so a task on it is never resumed: a
+// recipe, a checkpoint and a restart after its worker died are each refused with
+// tasks.ErrNoJournal, and the restart leaves the task as it was (the host then fails
+// it with its worker's error, as a tool that is not resumable).
+func TestNoResume(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "tasks.db"))
+	defer s.Close()
+	m := tasks.NewManager(tasks.Options{Store: s})
+	defer m.Close(ctx)
+	errs := make(chan [3]error, 1)
+	created, err := m.Start(ctx, tasks.Requester{Owner: "local"}, time.Hour, func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+		var got [3]error
+		got[0] = h.SetRecipe(ctx, []byte(`{"tool":"x"}`))
+		got[1] = h.SaveCheckpoint(ctx, []byte("1"))
+		_, _, got[2] = h.Restart(ctx)
+		errs <- got
+		return nil, "its worker stopped", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range <-errs {
+		if !errors.Is(err, tasks.ErrNoJournal) {
+			t.Errorf("[SetRecipe, SaveCheckpoint, Restart][%d] = %v, want ErrNoJournal", i, err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if got, err := m.Wait(wctx, "local", created.ID); err != nil || got.Status != tasks.Failed || got.StatusMessage != "its worker stopped" {
+		t.Errorf("task = %s %q, %v; want failed by its work, no restart noted", got.Status, got.StatusMessage, err)
+	}
+}

@@ -260,6 +260,38 @@ func (s *Store) Adopt(ctx context.Context, runner string, limit int) ([]tasks.Ad
 	return out, err
 }
 
+func (s *Store) Restart(ctx context.Context, id string, f func(t *tasks.Task, resumes int) error) (tasks.Adopted, error) {
+	var out tasks.Adopted
+	err := s.write(ctx, "count a task's restart", func(tx *sql.Tx) error {
+		t, exists, err := s.get(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return tasks.ErrNotFound
+		}
+		old, err := s.journal(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		before := t
+		if err := f(&t, old.resumes); err != nil {
+			return &keepError{err}
+		}
+		j := old
+		j.resumes++
+		if err := s.putJournal(ctx, tx, id, j, old); err != nil {
+			return err
+		}
+		if err := s.put(ctx, tx, t, &before); err != nil {
+			return err
+		}
+		out = tasks.Adopted{Task: t, Recipe: j.recipe, Checkpoint: j.checkpoint, Resumes: j.resumes}
+		return nil
+	})
+	return out, err
+}
+
 // deleteJournals deletes the journals of tasks ids in tx and returns their bytes.
 func (s *Store) deleteJournals(ctx context.Context, tx *sql.Tx, ids []string) (int64, error) {
 	var total int64

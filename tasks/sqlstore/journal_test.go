@@ -14,23 +14,38 @@ import (
 	"github.com/mcp-wasmhost/mcp-wasmhost/tasks/sqlstore"
 )
 
-// TestJournal holds both Journals (memory and SQLite) to one contract: a log keeps its
-// last lines within its bound and counts what it dropped, pages end at a line's end,
-// checkpoints and recipes are kept, and deleting a task deletes its journal and its
-// bytes from the totals.
-func TestJournal(t *testing.T) {
-	type opener struct {
-		name string
-		open func(t *testing.T) tasks.Journal
-	}
-	cases := []opener{{"memory", func(*testing.T) tasks.Journal { return tasks.NewMemoryStore() }}}
+// journalEngine is a Journal to test: open makes a new, empty one and returns how
+// to open an instance of it (each closed at the end of t); the memory store has
+// one instance, returned every time.
+type journalEngine struct {
+	name string
+	open func(t *testing.T) func() tasks.Journal
+}
+
+// journals are the Journals: memory, SQLite and PostgreSQL.
+func journals(t *testing.T) []journalEngine {
+	cases := []journalEngine{{"memory", func(*testing.T) func() tasks.Journal {
+		s := tasks.NewMemoryStore()
+		return func() tasks.Journal { return s }
+	}}}
 	for _, e := range engines(t) {
-		cases = append(cases, opener{e.name, func(t *testing.T) tasks.Journal { return instances(t, e)() }})
+		cases = append(cases, journalEngine{e.name, func(t *testing.T) func() tasks.Journal {
+			open := instances(t, e)
+			return func() tasks.Journal { return open() }
+		}})
 	}
-	for _, tc := range cases {
+	return cases
+}
+
+// TestJournal holds the Journals (memory, SQLite, PostgreSQL) to one contract: a log
+// keeps its last lines within its bound and counts what it dropped, pages end at a
+// line's end, checkpoints and recipes are kept, and deleting a task deletes its
+// journal and its bytes from the totals.
+func TestJournal(t *testing.T) {
+	for _, tc := range journals(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			s := tc.open(t)
+			s := tc.open(t)()
 			if _, err := s.AppendLog(ctx, "nope", []byte("x\n"), 100); !errors.Is(err, tasks.ErrNotFound) {
 				t.Errorf("AppendLog(missing task) = %v, want ErrNotFound", err)
 			}
@@ -108,18 +123,10 @@ func TestJournal(t *testing.T) {
 // checkpoint, recipe) goes with it, and its bytes leave the store's totals; a task
 // that has not expired keeps its own.
 func TestPurgeDeletesJournal(t *testing.T) {
-	type opener struct {
-		name string
-		open func(t *testing.T) tasks.Journal
-	}
-	cases := []opener{{"memory", func(*testing.T) tasks.Journal { return tasks.NewMemoryStore() }}}
-	for _, e := range engines(t) {
-		cases = append(cases, opener{e.name, func(t *testing.T) tasks.Journal { return instances(t, e)() }})
-	}
-	for _, tc := range cases {
+	for _, tc := range journals(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			s := tc.open(t)
+			s := tc.open(t)()
 			now := time.Now().UTC()
 			journal := func(id string) {
 				t.Helper()
@@ -322,9 +329,231 @@ func TestResumeLimit(t *testing.T) {
 			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			got, err := m.Wait(wctx, "local", created.ID)
-			if err != nil || got.Status != tasks.Failed || !strings.Contains(got.StatusMessage, "3 times") || !strings.Contains(got.StatusMessage, "max_resumes") {
-				t.Errorf("task after 3 crashes = %s %q, %v; want failed naming the count and max_resumes", got.Status, got.StatusMessage, err)
+			if err != nil || got.Status != tasks.Failed || !strings.Contains(got.StatusMessage, "server running this task stopped") ||
+				!strings.Contains(got.StatusMessage, "2 times already") || !strings.Contains(got.StatusMessage, "max_resumes (2)") {
+				t.Errorf("task after 3 crashes = %s %q, %v; want failed naming the stop, the count before it and max_resumes", got.Status, got.StatusMessage, err)
 			}
+		})
+	}
+}
+
+// TestRestartCounts: a restart after a worker died (Journal.Restart) and an adoption
+// after a server stopped (Adopt) add to one stored count of resumes, which another
+// instance reads; a restart is counted in the write that applies its change to the
+// task, and one its function refuses changes nothing.
+func TestRestartCounts(t *testing.T) {
+	for _, tc := range journals(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			open := tc.open(t)
+			s := open()
+			if _, err := s.Restart(ctx, "nope", func(*tasks.Task, int) error { return nil }); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("Restart(missing task) = %v, want ErrNotFound", err)
+			}
+			if err := s.Put(ctx, task("a", "alice", time.Now().UTC(), tasks.Working)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetRecipe(ctx, "a", []byte(`{"tool":"x"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SaveCheckpoint(ctx, "a", []byte("one")); err != nil {
+				t.Fatal(err)
+			}
+			// restart counts a worker restart in s, noting it in the task, and
+			// returns the count the store had before.
+			restart := func(s tasks.Journal, msg string) (tasks.Adopted, int) {
+				t.Helper()
+				before := -1
+				r, err := s.Restart(ctx, "a", func(x *tasks.Task, n int) error {
+					before, x.StatusMessage = n, msg
+					return nil
+				})
+				if err != nil {
+					t.Fatalf("Restart = %v", err)
+				}
+				if got, err := s.Get(ctx, "a"); err != nil || got.StatusMessage != msg || r.Task.StatusMessage != msg {
+					t.Errorf("task after Restart: stored %q, returned %q, %v; want %q", got.StatusMessage, r.Task.StatusMessage, err, msg)
+				}
+				return r, before
+			}
+			r, before := restart(s, "worker 1")
+			if before != 0 || r.Resumes != 1 || string(r.Checkpoint) != "one" || string(r.Recipe) != `{"tool":"x"}` {
+				t.Errorf("first Restart = %+v after %d; want resume 1 after 0, with the checkpoint and recipe", r, before)
+			}
+			no := errors.New("no")
+			_, err := s.Restart(ctx, "a", func(x *tasks.Task, n int) error {
+				before, x.StatusMessage = n, "not stored"
+				return no
+			})
+			if got, _ := s.Get(ctx, "a"); !errors.Is(err, no) || before != 1 || got.StatusMessage != "worker 1" {
+				t.Errorf("refused Restart = %v, saw %d resumes, left %q; want its error, 1 resume, the task unchanged", err, before, got.StatusMessage)
+			}
+
+			// The server stops: the adoption counts on from the worker restart.
+			if ok, err := s.Orphan(ctx, "a", "waiting"); !ok || err != nil {
+				t.Fatalf("Orphan = %v, %v", ok, err)
+			}
+			s2 := open()
+			got, err := s2.Adopt(ctx, "me", 10)
+			if err != nil || len(got) != 1 || got[0].Resumes != 2 {
+				t.Fatalf("Adopt after a restart = %+v, %v; want the task at resume 2", got, err)
+			}
+			if err := s2.SaveCheckpoint(ctx, "a", []byte("two")); err != nil {
+				t.Fatal(err)
+			}
+			if r, before = restart(s2, "worker 2"); before != 2 || r.Resumes != 3 || string(r.Checkpoint) != "two" {
+				t.Errorf("Restart after the adoption = %+v after %d; want resume 3 after 2, from the new checkpoint", r, before)
+			}
+			if ok, err := s2.Orphan(ctx, "a", "waiting"); !ok || err != nil {
+				t.Fatalf("Orphan = %v, %v", ok, err)
+			}
+			if got, err := open().Adopt(ctx, "you", 10); err != nil || len(got) != 1 || got[0].Resumes != 4 {
+				t.Errorf("second Adopt = %+v, %v; want resume 4: two restarts and two adoptions", got, err)
+			}
+		})
+	}
+}
+
+// restartResult is what Handle.Restart returned in the work of a test.
+type restartResult struct {
+	checkpoint string
+	resumes    int
+	err        error
+}
+
+// TestResumeLimitCountsRestarts: max_resumes bounds the restarts after a worker died
+// and the resumes after a server stopped together. With MaxResumes 2: a worker
+// restart, then a server crash (resume 2), and the next worker restart is refused
+// with the count; two worker restarts, then a server crash, and the adoption fails
+// the task, saying which stop ended it. checkpoint_load's count (Handle.Resumed)
+// includes the worker restarts.
+func TestResumeLimitCountsRestarts(t *testing.T) {
+	for _, e := range engines(t) {
+		t.Run(e.name, func(t *testing.T) {
+			ctx := context.Background()
+			local := tasks.Requester{Owner: "local"}
+			// first is a task's first run: it saves checkpoint "1", is restarted
+			// (a worker died) restarts times, reporting each, then blocks until its
+			// server crashes.
+			first := func(restarts int, report chan<- restartResult) tasks.Func {
+				return func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+					if err := h.SetRecipe(ctx, []byte(`{"work":"restarts"}`)); err != nil {
+						return nil, "", &tasks.Error{Code: -1, Message: err.Error()}
+					}
+					if err := h.SaveCheckpoint(ctx, []byte("1")); err != nil {
+						return nil, "", &tasks.Error{Code: -1, Message: err.Error()}
+					}
+					for range restarts {
+						cp, n, err := h.Restart(ctx)
+						report <- restartResult{string(cp), n, err}
+					}
+					<-ctx.Done()
+					return nil, "", &tasks.Error{Code: -1, Message: "stopped"}
+				}
+			}
+			expect := func(what string, report <-chan restartResult, want restartResult) {
+				t.Helper()
+				select {
+				case got := <-report:
+					var limit *tasks.ResumeLimitError
+					if got.checkpoint != want.checkpoint || got.resumes != want.resumes || (got.err == nil) != (want.err == nil) ||
+						want.err != nil && (!errors.As(got.err, &limit) || *limit != *want.err.(*tasks.ResumeLimitError)) {
+						t.Errorf("%s: Restart = %+v, want %+v", what, got, want)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%s: no Restart", what)
+				}
+			}
+			wantMessage := func(s *sqlstore.Store, id, prefix string) {
+				t.Helper()
+				if got, err := s.Get(ctx, id); err != nil || got.Status != tasks.Working || !strings.HasPrefix(got.StatusMessage, prefix) {
+					t.Errorf("stored task = %s %q, %v; want working, %q", got.Status, got.StatusMessage, err, prefix)
+				}
+			}
+
+			t.Run("worker limit", func(t *testing.T) {
+				open := opener(e)
+				report := make(chan restartResult, 10)
+				resumed := make(chan int, 1)
+				resume := func(tasks.Adopted) (tasks.Func, error) {
+					return func(ctx context.Context, h *tasks.Handle) (json.RawMessage, string, *tasks.Error) {
+						_, n := h.Resumed()
+						resumed <- n
+						cp, n, err := h.Restart(ctx) // its worker dies again
+						report <- restartResult{string(cp), n, err}
+						return nil, "worker stopped: " + err.Error(), nil
+					}, nil
+				}
+				s1 := open(t)
+				m1 := tasks.NewManager(tasks.Options{Store: s1, Resume: resume, MaxResumes: 2})
+				created, err := m1.Start(ctx, local, time.Hour, first(1, report))
+				if err != nil {
+					t.Fatal(err)
+				}
+				expect("after the first worker death", report, restartResult{"1", 1, nil})
+				wantMessage(s1, created.ID, "started again from its last checkpoint after its worker process stopped (resume 1 of at most 2)")
+				s1.Crash()
+				defer m1.Close(ctx)
+
+				s2 := open(t)
+				defer s2.Close()
+				m2 := tasks.NewManager(tasks.Options{Store: s2, Resume: resume, MaxResumes: 2})
+				defer m2.Close(ctx)
+				select {
+				case n := <-resumed:
+					if n != 2 {
+						t.Errorf("resumed work reads %d resumes, want 2 (a worker restart, then an adoption)", n)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("the task was not resumed")
+				}
+				expect("after the server crash and another worker death", report,
+					restartResult{"", 2, &tasks.ResumeLimitError{Resumes: 2, Max: 2}})
+				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				got, err := m2.Wait(wctx, "local", created.ID)
+				if err != nil || got.Status != tasks.Failed || !strings.Contains(got.StatusMessage, "2 times already") {
+					t.Errorf("task = %s %q, %v; want failed by its work, with the count", got.Status, got.StatusMessage, err)
+				}
+			})
+
+			t.Run("server limit", func(t *testing.T) {
+				open := opener(e)
+				report := make(chan restartResult, 10)
+				called := make(chan struct{}, 1)
+				resume := func(tasks.Adopted) (tasks.Func, error) {
+					called <- struct{}{}
+					return first(0, report), nil
+				}
+				s1 := open(t)
+				m1 := tasks.NewManager(tasks.Options{Store: s1, Resume: resume, MaxResumes: 2})
+				created, err := m1.Start(ctx, local, time.Hour, first(2, report))
+				if err != nil {
+					t.Fatal(err)
+				}
+				expect("after the first worker death", report, restartResult{"1", 1, nil})
+				expect("after the second worker death", report, restartResult{"1", 2, nil})
+				wantMessage(s1, created.ID, "started again from its last checkpoint after its worker process stopped (resume 2 of at most 2)")
+				s1.Crash()
+				defer m1.Close(ctx)
+
+				s2 := open(t)
+				defer s2.Close()
+				m2 := tasks.NewManager(tasks.Options{Store: s2, Resume: resume, MaxResumes: 2})
+				defer m2.Close(ctx)
+				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				got, err := m2.Wait(wctx, "local", created.ID)
+				want := "the server running this task stopped while it ran, and it is not resumed again: it was started again from its last checkpoint 2 times already (after its server or its worker process stopped under it), as many as max_resumes (2) allows"
+				if err != nil || got.Status != tasks.Failed || got.StatusMessage != want {
+					t.Errorf("task after two worker restarts and a server crash = %s %q, %v; want failed with %q", got.Status, got.StatusMessage, err, want)
+				}
+				select {
+				case <-called:
+					t.Error("the task was resumed a third time")
+				default:
+				}
+			})
 		})
 	}
 }
