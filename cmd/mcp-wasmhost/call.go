@@ -34,14 +34,17 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	asJSON := fs.Bool("json", false, "print logs, progress and the result as JSON lines on stdout")
 	resource := fs.String("resource", "", "read this resource URI instead of calling a tool")
 	prompt := fs.String("prompt", "", "get this prompt instead of calling a tool; ARGS is a JSON object of its string arguments")
+	asTask := fs.Bool("task", false, "run the tool as a task even if it may also run in the request (a tool whose taskSupport is required always runs as one)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: mcp-wasmhost call [flags] PLUGIN.wasm TOOL [ARGS-JSON]
        mcp-wasmhost call [flags] PLUGIN.wasm --resource URI
        mcp-wasmhost call [flags] PLUGIN.wasm --prompt NAME [ARGS-JSON]
        mcp-wasmhost call --config FILE [flags] PLUGIN-NAME TOOL [ARGS-JSON]
 
-Runs one tool as the server would and prints the result on stdout; logs and progress
-go to stderr. Exits 1 if the tool fails, 2 on bad usage.
+Runs one tool as the server would and prints the result on stdout; logs, progress
+and a task's status changes go to stderr. A tool whose taskSupport is "required"
+runs as a task (--task: any tool that supports one). Exits 1 if the tool fails, 2 on
+bad usage.
 
 flags:
 `)
@@ -58,6 +61,8 @@ flags:
 	switch {
 	case *resource != "" && *prompt != "":
 		return usage("call: --resource and --prompt exclude each other")
+	case *asTask && (*resource != "" || *prompt != ""):
+		return usage("call: --task runs a tool, not --resource or --prompt")
 	case *resource != "":
 		if len(pos) != 1 {
 			fs.Usage()
@@ -114,12 +119,26 @@ flags:
 	}
 	defer l.Close(context.WithoutCancel(ctx))
 
+	var name string // the tool's, as a client sees it
+	var clientEnd mcp.Transport
+	clientEnd, serverEnd := mcp.NewInMemoryTransports()
+	if *resource == "" && *prompt == "" {
+		name = resolveName(l, tool, false)
+		if t, ok := l.catalog.Lookup(name); ok {
+			switch {
+			case *asTask && t.TaskSupport == plugins.TaskForbidden:
+				return usage("call --task: tool %s does not support tasks (taskSupport forbidden)", tool)
+			case *asTask || t.TaskSupport == plugins.TaskRequired:
+				clientEnd = &taskTransport{inner: clientEnd, tool: name, out: out}
+			}
+		}
+	}
+
 	srv, err := host.New(l.catalog, host.Options{Name: l.cfg.Server.Name, Version: version(), Logger: logger})
 	if err != nil {
 		return err
 	}
 	defer srv.Close(context.WithoutCancel(ctx))
-	clientEnd, serverEnd := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(ctx, serverEnd)
 	if err != nil {
 		return err
@@ -175,11 +194,6 @@ flags:
 			return fmt.Errorf("prompts/get %s: %w", tool, err)
 		}
 		return out.prompt(res)
-	}
-	name := resolveName(l, tool, false)
-	if t, ok := l.catalog.Lookup(name); ok && t.TaskSupport == plugins.TaskRequired {
-		// go-sdk's client cannot send params.task.
-		return fmt.Errorf("tool %s must run as a task (taskSupport required), which call cannot do yet: use an MCP client with Tasks", tool)
 	}
 	params := &mcp.CallToolParams{Name: name, Arguments: arguments}
 	params.SetProgressToken("call")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -138,7 +139,9 @@ func TestCallFailures(t *testing.T) {
 	}{
 		{"tool error", []string{toolboxWasm, "json_format", `{"json":"{nope"}`}, 1, "tool json_format failed: "},
 		{"arguments against the schema", []string{toolboxWasm, "json_format", `{"json":1}`}, 1, `validating /properties/json: type: 1 has type "integer", want "string"`},
-		{"task-required tool", []string{toolboxWasm, "timer", `{"seconds":1}`}, 1, "tool timer must run as a task (taskSupport required), which call cannot do yet"},
+		{"task-required tool, bad arguments", []string{toolboxWasm, "timer", `{"seconds":"x"}`}, 1, `tools/call timer: calling "tools/call": invalid arguments for tool "timer"`},
+		{"--task on a tool without tasks", []string{"--task", toolboxWasm, "json_format", `{"json":"1"}`}, 2, "tool json_format does not support tasks (taskSupport forbidden)"},
+		{"--task with --resource", []string{"--task", "--resource", "x://y", toolboxWasm}, 2, "--task runs a tool"},
 		{"unknown tool", []string{toolboxWasm, "no_such_tool"}, 1, `no_such_tool`},
 		{"missing file", []string{filepath.Join(dir, "none.wasm"), "x"}, 1, "no such file or directory"},
 		{"not a wasm module", []string{writeFile(t, dir, "junk.wasm", "junk"), "x"}, 1, "junk"},
@@ -270,6 +273,69 @@ func TestCallNetGrant(t *testing.T) {
 	}
 }
 
+var longrunWasm = testenv.Path("plugins/longrun/longrun.wasm")
+
+// TestCallTask: a tool whose taskSupport is required runs as a task, through the
+// server's own Tasks: its status changes, progress and live log are printed, its
+// elicitation is answered from the answers file, and its outcome is the result (exit
+// 0) or the tool's error (exit 1); --task runs an optional tool as one.
+func TestCallTask(t *testing.T) {
+	const args = `{"cases":3,"fail_every":3,"confirm_at":2}`
+	t.Run("accepted", func(t *testing.T) {
+		dir := t.TempDir()
+		answers := writeFile(t, dir, "answers", `{"action":"accept","content":{"go_on":true}}`)
+		out, stderr, code := runCLI(t, dir, "call", "--answers", answers, longrunWasm, "testrun", args)
+		if code != 0 || !strings.Contains(out, `"passed":2`) || !strings.Contains(out, `"failures":[3]`) {
+			t.Fatalf("call testrun = %q, exit %d; want its result, exit 0\nstderr:\n%s", out, code, stderr)
+		}
+		for _, w := range []string{
+			": working\n", ": input_required: ", ": completed\n", // status changes
+			`elicitation "The test run reached case 2 of 3 (0 failed so far). Go on?": accept (`,
+			"progress 3/3 3 of 3 cases run",
+			"task log: case 1: PASS\n", "task log: the user agreed to go on at case 2\n", "task log: case 3: FAIL (case 3 is a multiple of 3)\n",
+		} {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("stderr lacks %q:\n%s", w, stderr)
+			}
+		}
+		if n := strings.Count(stderr, ": completed\n"); n != 1 {
+			t.Errorf("stderr shows the task completed %d times, want once:\n%s", n, stderr)
+		}
+	})
+	t.Run("declined", func(t *testing.T) {
+		dir := t.TempDir()
+		answers := writeFile(t, dir, "answers", `{"action":"decline"}`)
+		out, stderr, code := runCLI(t, dir, "call", "--answers", answers, longrunWasm, "testrun", args)
+		if code != 1 || !strings.Contains(stderr, "tool testrun failed: stopped by the user before case 2") || !strings.Contains(stderr, ": failed: ") {
+			t.Fatalf("call testrun, declined = %q, exit %d; want the tool's error, exit 1\nstderr:\n%s", out, code, stderr)
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		dir := t.TempDir()
+		answers := writeFile(t, dir, "answers", `{"action":"accept","content":{"go_on":true}}`)
+		out, stderr, code := runCLI(t, dir, "call", "--json", "--answers", answers, longrunWasm, "testrun", args)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		types := map[string]int{}
+		for _, l := range lines {
+			var m struct{ Type string }
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("stdout line %q: %v", l, err)
+			}
+			types[m.Type]++
+		}
+		if code != 0 || types["status"] < 3 || types["tasklog"] != 4 || types["progress"] != 3 || types["note"] != 1 ||
+			!strings.Contains(lines[len(lines)-1], `"type":"result"`) || !strings.Contains(lines[len(lines)-1], `"passed":2`) {
+			t.Fatalf("call --json testrun: exit %d, %v, stdout:\n%s\nstderr:\n%s", code, types, out, stderr)
+		}
+	})
+	t.Run("--task on an optional tool", func(t *testing.T) {
+		out, stderr, code := runCLI(t, "", "call", "--task", toolboxWasm, "slow_count", `{"to":2,"delay_ms":1}`)
+		if code != 0 || !strings.Contains(out, `"counted":2`) || !strings.Contains(stderr, ": working\n") || !strings.Contains(stderr, ": completed\n") {
+			t.Fatalf("call --task slow_count = %q, exit %d\nstderr:\n%s", out, code, stderr)
+		}
+	})
+}
+
 // TestCallAsksOnATerminal: on a terminal (script(1) gives call one) elicitation is
 // asked field by field and the typed answers reach the tool.
 func TestCallAsksOnATerminal(t *testing.T) {
@@ -288,5 +354,16 @@ func TestCallAsksOnATerminal(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "notes", "t.txt")); err != nil || string(got) != "typed" {
 		t.Errorf("note = %q, %v; want it written after the typed answers\n%s", got, err, b)
+	}
+
+	// A task's elicitation is asked on the terminal too.
+	cmdline = fmt.Sprintf("%s call %s testrun '{\"cases\":2,\"confirm_at\":2}'", binary, longrunWasm)
+	cmd = exec.Command("script", "-qec", cmdline, "/dev/null")
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader("a\nyes\n") // accept, then go_on = yes
+	b, err = cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "The plugin asks: The test run reached case 2 of 2") || !strings.Contains(string(b), "go_on (boolean): ") ||
+		!strings.Contains(string(b), `"passed":2`) {
+		t.Fatalf("call testrun on a terminal: %v\n%s", err, b)
 	}
 }
