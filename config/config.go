@@ -226,8 +226,7 @@ type Tasks struct {
 	MaxCheckpointKiB int `toml:"max_checkpoint_kib"`
 	// MaxResumes is how often a resumable task is started again after its server or
 	// worker stopped under it (one count for both) before it is failed instead,
-	// 1..100. 0 means
-	// tasks.DefaultMaxResumes (3).
+	// 1..100. 0 means tasks.DefaultMaxResumes (3).
 	MaxResumes int `toml:"max_resumes"`
 }
 

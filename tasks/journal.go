@@ -82,8 +82,8 @@ type ResumeLimitError struct {
 }
 
 func (e *ResumeLimitError) Error() string {
-	return fmt.Sprintf("it was started again from its last checkpoint %d times already (after its server or its worker process stopped under it), as many as max_resumes (%d) allows",
-		e.Resumes, e.Max)
+	// Short enough that a statusMessage cut to 200 characters keeps it whole.
+	return fmt.Sprintf("it was resumed %d times already, as many as max_resumes (%d) allows (server and worker stops count alike)", e.Resumes, e.Max)
 }
 
 // ErrNoJournal is the error of a log or checkpoint on a Store that is not a Journal.

@@ -12,8 +12,7 @@ type StoreObserver interface {
 	// "purge", "stats"; on a Shared store also "update", "set_inputs", "inputs",
 	// "send", "receive"; on a Journal also "append_log", "read_log",
 	// "save_checkpoint", "checkpoint", "set_recipe", "orphan", "adopt",
-	// "restart"), begun at
-	// start with ctx, that ended now with err.
+	// "restart"), begun at start with ctx, that ended now with err.
 	StoreOp(ctx context.Context, op string, start time.Time, err error)
 }
 

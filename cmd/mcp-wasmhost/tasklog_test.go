@@ -21,6 +21,8 @@ import (
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks"
+	"github.com/mcp-wasmhost/mcp-wasmhost/tasks/sqlstore"
 )
 
 // longrunConfig is a config serving the bundled longrun plugin (in a worker) on a
@@ -218,17 +220,26 @@ func (r resumedLog) redone() []int64 {
 	return twice
 }
 
-// waitResumed polls tasks/get until the task is working with the statusMessage of a
-// task resumed from its last checkpoint; it fails if the task ends first.
-func waitResumed(t *testing.T, c *mcptest.Client, id string) mcptest.Task {
+// resumedMessage is the statusMessage of a task resumed from its last checkpoint
+// after its server stopped, for the resume'th time with max_resumes = max.
+func resumedMessage(resume, max int) string {
+	return fmt.Sprintf("resumed from its last checkpoint after the server running it stopped (resume %d of at most %d)", resume, max)
+}
+
+// waitResumed polls tasks/get until the task is working with statusMessage msg
+// (resumedMessage(1, 3) when msg is ""); it fails if the task ends first.
+func waitResumed(t *testing.T, c *mcptest.Client, id, msg string) mcptest.Task {
 	t.Helper()
+	if msg == "" {
+		msg = resumedMessage(1, 3)
+	}
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		got := c.Get(id)
-		if got.Status == "working" && strings.HasPrefix(got.StatusMessage, "resumed from its last checkpoint after the server running it stopped (resume 1 of at most 3)") {
+		if got.Status == "working" && got.StatusMessage == msg {
 			return got
 		}
 		if got.Status != "working" || time.Now().After(deadline) {
-			t.Fatalf("task %s is %s (%q); want it working, resumed from its last checkpoint", id, got.Status, got.StatusMessage)
+			t.Fatalf("task %s is %s (%q); want it working, with %q", id, got.Status, got.StatusMessage, msg)
 		}
 	}
 }
@@ -257,7 +268,7 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	reached := lastCase(before.Text)
 
 	b, _ := start()
-	resumed := waitResumed(t, b, id)
+	resumed := waitResumed(t, b, id, "")
 	var res struct {
 		StructuredContent struct {
 			Cases, Passed, Failed, ResumedFrom, Resumes int
@@ -331,7 +342,7 @@ func TestResumeCrunchAfterSIGKILL(t *testing.T) {
 	want := fold(n)
 
 	b, _ := start()
-	waitResumed(t, b, id)
+	waitResumed(t, b, id, "")
 	b.WaitStatus(id, "completed")
 	var res struct {
 		StructuredContent struct {
@@ -371,20 +382,15 @@ func TestResumeLimit(t *testing.T) {
 	}()
 	c := mcptest.Dial(t, &mcp.CommandTransport{Command: cmd}, nil)
 	id, uri := createLogged(t, c, "longrun_testrun", map[string]any{"cases": 100000, "case_ms": 20})
-	seen := 0
+	waitLogLines(t, c, uri, 1)
 	for kill := 1; kill <= 3; kill++ {
-		// Wait for this attempt's first case, then kill every worker of the server.
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if n := lastCase(readLog(t, c, uri).Text); n > seen {
-				seen = n
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("attempt %d made no progress", kill)
-			}
-		}
-		for _, pid := range testenv.Children(cmd.Process.Pid) {
-			syscall.Kill(pid, syscall.SIGKILL)
+		// Kill every worker of the server while this attempt's guest runs. The next
+		// attempt is the one whose resume line a case follows: a case logged after
+		// the last attempt was seen can be that attempt's own, sent just before its
+		// worker died (then a kill finds no guest to stop).
+		killWorkers(cmd)
+		if kill < 3 {
+			waitLogged(t, c, uri, regexp.MustCompile(fmt.Sprintf(`(?m)^resumed at case \d+ \(resume %d\)\ncase \d+: `, kill)))
 		}
 	}
 	got := c.WaitStatus(id, "failed")
@@ -394,6 +400,171 @@ func TestResumeLimit(t *testing.T) {
 	if log := readLog(t, c, uri).Text; strings.Count(log, "resumed at case") != 2 {
 		t.Errorf("log = ...%q; want two resumes noted", log[max(0, len(log)-300):])
 	}
+}
+
+// killWorkers kills (SIGKILL) every worker process of the server cmd runs.
+func killWorkers(cmd *exec.Cmd) {
+	for _, pid := range testenv.Children(cmd.Process.Pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// waitLogged polls a task log until it holds line (a whole line) and returns it.
+func waitLogged(t *testing.T, c *mcptest.Client, uri string, line *regexp.Regexp) string {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		p := readLog(t, c, uri)
+		if line.MatchString(p.Text) {
+			return p.Text
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("log %s = ...%q after a minute; want a line matching %s", uri, p.Text[max(0, len(p.Text)-300):], line)
+		}
+	}
+}
+
+// TestResumeLimitAcrossStops: max_resumes bounds a task's restarts after its worker
+// died and its resumes after its server was killed together, one count kept in the
+// store. With max_resumes = 2: the worker dies (restart 1, in the same server), then
+// the server is killed (SIGKILL) and the next one resumes the task (resume 2, which
+// checkpoint_load reports), then that server's worker dies, and the task fails,
+// saying that a worker stop ended it after 2 resumes, as many as max_resumes allows.
+func TestResumeLimitAcrossStops(t *testing.T) {
+	cfg := longrunConfig(t, "max_resumes = 2")
+	serverLog := &testenv.SyncBuffer{}
+	defer func() {
+		if t.Failed() {
+			t.Logf("server logs:\n%s", serverLog)
+		}
+	}()
+	start := func() (*mcptest.Client, *exec.Cmd) {
+		cmd := exec.Command(binary, "--config", cfg)
+		cmd.Stderr = serverLog
+		return mcptest.Dial(t, &mcp.CommandTransport{Command: cmd}, nil), cmd
+	}
+	a, cmdA := start()
+	id, uri := createLogged(t, a, "longrun_testrun", map[string]any{"cases": 100000, "case_ms": 20})
+	waitLogLines(t, a, uri, 3)
+	killWorkers(cmdA)
+	waitResumed(t, a, id, "started again from its last checkpoint after its worker process stopped (resume 1 of at most 2)")
+	waitLogged(t, a, uri, regexp.MustCompile(`(?m)^resumed at case \d+ \(resume 1\)\n(case \d+: .*\n){3}`))
+	if err := cmdA.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmdA.Wait()
+
+	b, cmdB := start()
+	waitResumed(t, b, id, resumedMessage(2, 2))
+	waitLogged(t, b, uri, regexp.MustCompile(`(?m)^resumed at case \d+ \(resume 2\)\n(case \d+: .*\n){3}`))
+	killWorkers(cmdB)
+	got := b.WaitStatus(id, "failed")
+	const want = "tool returned an error: its worker process stopped under it, and it is not started again: it was resumed 2 times already, as many as max_resumes (2) allows (server and worker stops count alike)"
+	if !strings.HasPrefix(got.StatusMessage, want) {
+		t.Errorf("task after a worker death, a SIGKILL and a worker death = %q; want failed with %q", got.StatusMessage, want)
+	}
+	// The result has the whole of it, the worker's own error last.
+	var res struct {
+		IsError bool `json:"isError"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	b.MustCall("tasks/result", map[string]any{"taskId": id}, &res)
+	if whole := strings.TrimPrefix(want, "tool returned an error: ") + ` (plugin "longrun": the worker process running this call stopped`; !res.IsError ||
+		len(res.Content) != 1 || !strings.HasPrefix(res.Content[0].Text, whole) {
+		t.Errorf("tasks/result = %+v; want an error result starting %q", res, whole)
+	}
+	log := readLog(t, b, uri).Text
+	if n := strings.Count(log, "resumed at case"); n != 2 || strings.Contains(log, "(resume 3)") {
+		t.Errorf("log = ...%q; want two resumes noted (1 and 2), no third", log[max(0, len(log)-300):])
+	}
+	t.Logf("failed with %q", got.StatusMessage)
+}
+
+// TestPeerAdoptsResumable: two servers share one data_dir (the default SQLite
+// store). A resumable testrun task runs on A; A is killed (SIGKILL) mid-run, and B,
+// running all along and not restarted, finds A gone at its next check (every
+// sqlstore.RenewEvery), adopts the orphaned task at its next look (every
+// tasks.AdoptEvery), resumes it from its last checkpoint and completes it with the
+// right totals, redoing at most one case; the client reads it all through B.
+func TestPeerAdoptsResumable(t *testing.T) {
+	// Adoption takes at most one check and one look after the kill, plus the time
+	// their commits take (here: with the race detector, on a shared machine).
+	const slack = time.Second
+	bound := sqlstore.RenewEvery + tasks.AdoptEvery + slack
+	cfg := longrunConfig(t, "")
+	serverLog := &testenv.SyncBuffer{}
+	defer func() {
+		if t.Failed() {
+			t.Logf("server logs:\n%s", serverLog)
+		}
+	}()
+	start := func() (*mcptest.Client, *exec.Cmd) {
+		cmd := exec.Command(binary, "--config", cfg)
+		cmd.Stderr = serverLog
+		return mcptest.Dial(t, &mcp.CommandTransport{Command: cmd}, nil), cmd
+	}
+	a, cmdA := start()
+	b, _ := start()
+	// 120 cases of 50 ms: 6 s in all, so that about half are left after the kill
+	// and B's resume has work to do whenever within the bound it adopts the task.
+	id, uri := createLogged(t, a, "longrun_testrun", map[string]any{"cases": 120, "case_ms": 50, "fail_every": 10})
+	if got := b.Get(id); got.Status != "working" {
+		t.Fatalf("A's task seen through B = %s (%q), want working", got.Status, got.StatusMessage)
+	}
+	before := waitLogLines(t, b, uri, 15)
+	if err := cmdA.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmdA.Wait()
+	killed := time.Now()
+	reached := lastCase(before.Text)
+
+	var resumed mcptest.Task
+	for ; ; time.Sleep(5 * time.Millisecond) {
+		resumed = b.Get(id)
+		if resumed.Status != "working" || resumed.StatusMessage == resumedMessage(1, 3) || time.Since(killed) > bound+5*time.Second {
+			break
+		}
+	}
+	took := time.Since(killed)
+	if resumed.Status != "working" || resumed.StatusMessage != resumedMessage(1, 3) {
+		t.Fatalf("A's task, %v after A was killed, seen through B = %s (%q); want it working, resumed by B", took.Round(time.Millisecond), resumed.Status, resumed.StatusMessage)
+	}
+	if took > bound {
+		t.Errorf("B resumed the task %v after A was killed; want within %v (RenewEvery %v + AdoptEvery %v + %v for the commits)",
+			took.Round(time.Millisecond), bound, sqlstore.RenewEvery, tasks.AdoptEvery, slack)
+	}
+	t.Logf("B resumed the task %v after A was killed (bound %v)", took.Round(time.Millisecond), bound)
+
+	got := b.WaitStatus(id, "completed")
+	if got.StatusMessage != "" && got.StatusMessage != resumedMessage(1, 3) {
+		t.Logf("completed with statusMessage %q", got.StatusMessage)
+	}
+	var res struct {
+		StructuredContent struct {
+			Cases, Passed, Failed, ResumedFrom, Resumes int
+		} `json:"structuredContent"`
+	}
+	b.MustCall("tasks/result", map[string]any{"taskId": id}, &res)
+	sum := res.StructuredContent
+	if sum.Cases != 120 || sum.Passed != 108 || sum.Failed != 12 || sum.Resumes != 1 {
+		t.Errorf("testrun resumed by B = %+v; want 120 cases, 108 passed, 12 failed, resumed once", sum)
+	}
+	log := readLog(t, b, uri).Text
+	r := readResumedLog(t, log, regexp.MustCompile(`(?m)^case (\d+): `), regexp.MustCompile(`(?m)^resumed at case (\d+) \(resume 1\)$`))
+	redone := r.redone()
+	if int(r.at) != sum.ResumedFrom || r.at < int64(reached) || len(redone) > 1 || r.at != r.last+1-int64(len(redone)) ||
+		len(redone) == 1 && redone[0] != r.last {
+		t.Errorf("A killed after case %d (B's read showed %d before the kill); B resumed from case %d (result: %d), and cases %v ran twice: want A's last checkpoint, at most one case redone",
+			r.last, reached, r.at, sum.ResumedFrom, redone)
+	}
+	for n := int64(1); n <= 120; n++ {
+		if r.steps[n] == 0 {
+			t.Errorf("case %d is not in the log", n)
+		}
+	}
+	t.Logf("A killed after case %d; B resumed from case %d, redid %d", r.last, r.at, len(redone))
 }
 
 // appendPlugin adds a plugin table to the config file at path.

@@ -544,7 +544,7 @@ func TestResumeLimitCountsRestarts(t *testing.T) {
 				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				defer cancel()
 				got, err := m2.Wait(wctx, "local", created.ID)
-				want := "the server running this task stopped while it ran, and it is not resumed again: it was started again from its last checkpoint 2 times already (after its server or its worker process stopped under it), as many as max_resumes (2) allows"
+				want := "the server running this task stopped while it ran, and it is not resumed again: it was resumed 2 times already, as many as max_resumes (2) allows (server and worker stops count alike)"
 				if err != nil || got.Status != tasks.Failed || got.StatusMessage != want {
 					t.Errorf("task after two worker restarts and a server crash = %s %q, %v; want failed with %q", got.Status, got.StatusMessage, err, want)
 				}
