@@ -21,17 +21,16 @@ import (
 // exporter of its own: the OpenTelemetry one brings gRPC into the binary, for a
 // wire this server never speaks. The body is a TracesData message, which has the
 // field of an ExportTraceServiceRequest (resource_spans, 1) and so is one on the
-// wire. It is encoded by hand (protowire), straight from the queued spans: no
-// message tree, no reflection, and the attributes made here rather than when the
-// span was recorded. Only the Tracer's export goroutine uses it.
+// wire. It is encoded by hand (protowire): each span when it ends, from the few
+// fields it is made of (no attribute.KeyValue values, no message tree, no
+// reflection), and at export only the header before the queued spans. Only the
+// Tracer's export goroutine sends.
 type exporter struct {
 	url      string
 	headers  map[string]string
 	client   *http.Client
-	resource []byte // the encoded ResourceSpans.resource and .scope_spans.scope fields
-	spans    []byte // the encoded ScopeSpans.spans fields of one export
-	span     []byte // one span's message, before its length is known
-	body     []byte // the last export's body, reused
+	resource []byte // the ResourceSpans.resource field
+	scope    []byte // the ScopeSpans.scope field
 }
 
 // exportTimeout bounds one export.
@@ -50,24 +49,42 @@ func newExporter(endpoint string, headers map[string]string, service, version st
 	var res []byte
 	res = appendStringKV(res, 1, "service.name", service)
 	res = appendStringKV(res, 1, "service.version", version)
-	e.resource = protowire.AppendTag(nil, 1, protowire.BytesType) // ResourceSpans.resource
-	e.resource = protowire.AppendBytes(e.resource, res)
+	e.resource = protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), res)
+	scope := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), scopeName) // InstrumentationScope.name
+	e.scope = protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), scope)
 	return e
 }
 
-// scope is the encoded InstrumentationScope of the server's spans.
-var scope = protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), scopeName)
+// headroom is the most the header before the spans takes (frame), which each
+// queue buffer leaves free at its start: two tags and lengths, the resource and
+// the scope.
+func (e *exporter) headroom() int {
+	return 2*(1+protowire.SizeVarint(math.MaxUint32)) + len(e.resource) + len(e.scope)
+}
 
-// send encodes b and POSTs it.
+// frame writes the TracesData header before the spans of buf (after its
+// headroom) and returns the whole message: one resource (this server), one scope
+// (this package), the spans.
+func (e *exporter) frame(buf []byte) []byte {
+	headroom := e.headroom()
+	spans := len(buf) - headroom
+	scopeSpans := len(e.scope) + spans
+	resourceSpans := len(e.resource) + protowire.SizeTag(2) + protowire.SizeBytes(scopeSpans)
+	size := protowire.SizeTag(1) + protowire.SizeVarint(uint64(resourceSpans)) + len(e.resource) +
+		protowire.SizeTag(2) + protowire.SizeVarint(uint64(scopeSpans)) + len(e.scope)
+	start := headroom - size
+	head := protowire.AppendTag(buf[start:start], 1, protowire.BytesType) // TracesData.resource_spans, in the headroom
+	head = protowire.AppendVarint(head, uint64(resourceSpans))
+	head = append(head, e.resource...)
+	head = protowire.AppendTag(head, 2, protowire.BytesType) // ResourceSpans.scope_spans
+	head = protowire.AppendVarint(head, uint64(scopeSpans))
+	_ = append(head, e.scope...)
+	return buf[start:]
+}
+
+// send POSTs b's spans.
 func (e *exporter) send(ctx context.Context, b *batch) error {
-	body := e.encode(b)
-	if cap(body) <= 8<<20 {
-		e.body = body
-	}
-	if cap(e.spans) > 8<<20 {
-		e.spans = nil
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(e.frame(b.buf)))
 	if err != nil {
 		return err
 	}
@@ -88,33 +105,6 @@ func (e *exporter) send(ctx context.Context, b *batch) error {
 }
 
 func (e *exporter) close() { e.client.CloseIdleConnections() }
-
-// encode is the TracesData of b: one resource (this server), one scope (this
-// package), every span of b.
-func (e *exporter) encode(b *batch) []byte {
-	e.spans = e.spans[:0]
-	for _, s := range b.spans {
-		e.span = s.encode(e.span[:0])
-		e.spans = protowire.AppendTag(e.spans, 2, protowire.BytesType) // ScopeSpans.spans
-		e.spans = protowire.AppendBytes(e.spans, e.span)
-	}
-	for i := range b.light {
-		e.span = b.light[i].encode(e.span[:0])
-		e.spans = protowire.AppendTag(e.spans, 2, protowire.BytesType)
-		e.spans = protowire.AppendBytes(e.spans, e.span)
-	}
-	scopeSpans := protowire.SizeTag(1) + protowire.SizeBytes(len(scope)) + len(e.spans)
-	resourceSpans := len(e.resource) + protowire.SizeTag(2) + protowire.SizeBytes(scopeSpans)
-	out := e.body[:0]
-	out = protowire.AppendTag(out, 1, protowire.BytesType) // TracesData.resource_spans
-	out = protowire.AppendVarint(out, uint64(resourceSpans))
-	out = append(out, e.resource...)
-	out = protowire.AppendTag(out, 2, protowire.BytesType) // ResourceSpans.scope_spans
-	out = protowire.AppendVarint(out, uint64(scopeSpans))
-	out = protowire.AppendTag(out, 1, protowire.BytesType) // ScopeSpans.scope
-	out = protowire.AppendBytes(out, scope)
-	return append(out, e.spans...)
-}
 
 // Span message fields (opentelemetry/proto/trace/v1/trace.proto).
 const (

@@ -33,7 +33,8 @@ func TestEncodeAsProto(t *testing.T) {
 	if !remote.IsValid() {
 		t.Fatal("the test's traceparent does not parse")
 	}
-	tr := &Tracer{q: newQueue()}
+	e := newExporter("http://x", nil, "svc", "v1")
+	tr := &Tracer{q: newQueue(e.headroom())}
 	req := tr.newSpan(remote, spanRequest, "tools/call")
 	req.tool, req.session, req.protocol, req.network = "textkit_ping", "S1", "2025-11-25", "pipe"
 	req.start, req.end = 1000, 2000
@@ -49,9 +50,14 @@ func TestEncodeAsProto(t *testing.T) {
 	store := lightSpan{parent: req.sc, id: newSpanID(), what: lightStore, name: "put", start: 3, end: 4, err: "disk full"}
 	plain := lightSpan{parent: req.sc, id: newSpanID(), what: lightPlain, name: "validate arguments", start: 5, end: 6}
 
-	e := newExporter("http://x", nil, "svc", "v1")
+	for _, s := range []*Span{req, root, task, call} {
+		tr.q.push(s.encode(nil))
+	}
+	for _, s := range []lightSpan{run, store, plain} {
+		tr.q.push(s.encode(nil))
+	}
 	got := &tracev1.TracesData{}
-	if err := proto.Unmarshal(e.encode(&batch{spans: []*Span{req, root, task, call}, light: []lightSpan{run, store, plain}}), got); err != nil {
+	if err := proto.Unmarshal(e.frame(tr.q.take().buf), got); err != nil {
 		t.Fatalf("the export does not decode: %v", err)
 	}
 
@@ -156,7 +162,8 @@ func TestDropsAreLogged(t *testing.T) {
 	defer sink.Close()
 	var log bytes.Buffer
 	// No export goroutine: the test exports when it chooses.
-	tr := &Tracer{always: true, q: newQueue(), exp: newExporter(sink.URL, nil, "svc", ""), logger: slog.New(slog.NewTextHandler(&log, nil))}
+	exp := newExporter(sink.URL, nil, "svc", "")
+	tr := &Tracer{always: true, q: newQueue(exp.headroom()), exp: exp, logger: slog.New(slog.NewTextHandler(&log, nil))}
 	ctx, span := tr.StartRequest(context.Background(), &Request{Method: "tools/call", Tool: "a"})
 	now := time.Now()
 	for range maxQueued + 10 {

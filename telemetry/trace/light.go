@@ -10,9 +10,9 @@ import (
 
 // A finished span whose times are known only when it ends (the guest's queue,
 // instantiate and run, measured in a worker; argument validation; a store
-// operation) has no children and needs no object of its own: Record queues it as
-// the few fields it has, by value, and the exporter makes its name and attributes
-// when it encodes it.
+// operation) has no children and needs no object of its own: Record makes it as
+// the few fields it has, on the stack, and encodes it (its name and attributes
+// too) straight into the export queue.
 
 type lightSpan struct {
 	parent     oteltrace.SpanContext

@@ -4,100 +4,97 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// The span processor: every finished span, light or not, goes into one queue
-// under one mutex (an append, no channel operation and no goroutine woken per
-// span), and one goroutine of the Tracer's exports the queue every flushEvery, or
-// as soon as it holds exportAt spans. The queue is two buffers: the exporter takes
-// the one filled so far and hands back the one it sent last, emptied, so their
-// capacity stays and a busy server appends without growing them.
+// The span processor: a span is encoded as OTLP protobuf the moment it ends
+// (export.go), straight into bytes on the ending goroutine's stack, and appended
+// to one queue under one mutex: no channel operation, no goroutine woken and no
+// object kept per span. What waits for the export is bytes, which the garbage
+// collector does not scan (a queue of span structs, with their strings and trace
+// states, was scanned at every GC cycle). One goroutine of the Tracer's exports
+// the queue every flushEvery, or as soon as it holds exportAt spans. The queue is
+// two buffers: the exporter takes the one filled so far and hands back the one it
+// sent last, emptied, so their capacity stays and a busy server appends without
+// growing them. Each buffer starts with room for the export's header, so the
+// export sends it as it is (exporter.frame).
 
 const (
-	exportAt   = 4096        // spans queued that wake the exporter
-	maxQueued  = 4 * 4096    // spans queued beyond which new ones are dropped (and counted)
-	flushEvery = time.Second // the longest a span waits for its export
+	exportAt      = 4096        // spans queued that wake the exporter
+	maxQueued     = 4 * 4096    // spans queued beyond which new ones are dropped (and counted)
+	maxQueueBytes = 8 << 20     // the same, in bytes
+	flushEvery    = time.Second // the longest a span waits for its export
 )
 
 type queue struct {
-	mu      sync.Mutex
-	light   []lightSpan
-	spans   []*Span
-	dropped int // since the last take
-	spare   batch
-	kick    chan struct{} // one pending wake-up for the exporter
+	mu       sync.Mutex
+	buf      []byte // headroom, then ScopeSpans.spans fields
+	n        int    // spans in buf
+	dropped  int    // since the last take
+	spare    []byte
+	headroom int
+	kick     chan struct{} // one pending wake-up for the exporter
 }
 
 // batch is what one export sends.
 type batch struct {
-	light   []lightSpan
-	spans   []*Span
+	buf     []byte // as queue.buf
+	n       int
 	dropped int // spans dropped before it, for want of room
 }
 
-func (b *batch) len() int { return len(b.light) + len(b.spans) }
-
-func newQueue() *queue { return &queue{kick: make(chan struct{}, 1)} }
-
-// room reports whether n more spans fit, counting them as dropped if not; the
-// caller holds q.mu. full is whether the exporter should be woken.
-func (q *queue) room(n int) (ok, full bool) {
-	have := len(q.light) + len(q.spans)
-	if have+n > maxQueued {
-		q.dropped += n
-		return false, false
-	}
-	return true, have < exportAt && have+n >= exportAt
+func newQueue(headroom int) *queue {
+	return &queue{kick: make(chan struct{}, 1), headroom: headroom, buf: make([]byte, headroom, headroom+4096)}
 }
 
-func (q *queue) wake() {
-	select {
-	case q.kick <- struct{}{}:
-	default:
+// push queues finished spans, each the encoded body of a Span message.
+func (q *queue) push(spans ...[]byte) {
+	size := 0
+	for _, s := range spans {
+		size += protowire.SizeTag(2) + protowire.SizeBytes(len(s))
 	}
-}
-
-// pushLight queues finished light spans.
-func (q *queue) pushLight(spans ...lightSpan) {
 	q.mu.Lock()
-	ok, full := q.room(len(spans))
-	if ok {
-		q.light = append(q.light, spans...)
+	if q.n+len(spans) > maxQueued || len(q.buf)+size > maxQueueBytes {
+		q.dropped += len(spans)
+		q.mu.Unlock()
+		return
 	}
+	for _, s := range spans {
+		q.buf = protowire.AppendTag(q.buf, 2, protowire.BytesType) // ScopeSpans.spans
+		q.buf = protowire.AppendBytes(q.buf, s)
+	}
+	full := q.n < exportAt && q.n+len(spans) >= exportAt
+	q.n += len(spans)
 	q.mu.Unlock()
 	if full {
-		q.wake()
+		select {
+		case q.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// pushSpan queues an ended Span.
-func (q *queue) pushSpan(s *Span) {
-	q.mu.Lock()
-	ok, full := q.room(1)
-	if ok {
-		q.spans = append(q.spans, s)
-	}
-	q.mu.Unlock()
-	if full {
-		q.wake()
-	}
-}
-
-// take returns the spans queued so far and starts filling the spare buffers.
+// take returns the spans queued so far and starts filling the spare buffer.
 func (q *queue) take() batch {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b := batch{light: q.light, spans: q.spans, dropped: q.dropped}
-	q.light, q.spans, q.dropped = q.spare.light[:0], q.spare.spans[:0], 0
-	q.spare = batch{}
+	b := batch{buf: q.buf, n: q.n, dropped: q.dropped}
+	q.buf, q.n, q.dropped = q.spare, 0, 0
+	if q.buf == nil {
+		q.buf = make([]byte, q.headroom, cap(b.buf))
+	}
+	q.spare = nil
 	return b
 }
 
-// giveBack returns a batch's buffers, once sent, as the next spare ones.
+// giveBack returns a batch's buffer, once sent, as the next spare one.
 func (q *queue) giveBack(b batch) {
-	clear(b.spans) // the Spans may go; light spans are values, overwritten in place
+	if cap(b.buf) > 2*maxQueueBytes {
+		return // grown by spans too large for the queue to keep: let it go
+	}
 	q.mu.Lock()
-	q.spare = batch{light: b.light[:0], spans: b.spans[:0]}
+	q.spare = b.buf[:q.headroom]
 	q.mu.Unlock()
 }
 
@@ -135,7 +132,7 @@ func (t *Tracer) export(ctx context.Context) {
 	if b.dropped > 0 && t.logger != nil {
 		t.logger.Warn("spans dropped: the export queue was full", "spans", b.dropped, "max_queued", maxQueued)
 	}
-	if n := b.len(); n > 0 {
+	if n := b.n; n > 0 {
 		if err := t.exp.send(ctx, &b); err != nil && t.logger != nil {
 			t.logger.Warn("spans not exported", "spans", n, "err", err)
 		}

@@ -13,8 +13,9 @@ import (
 
 // A Span is a sampled span that has children or lives long: a request's server
 // span, a task's run, a host call. It holds what its attributes are made of, not
-// the attributes: the exporter builds them when it encodes the span
-// (export.go), so a span costs one allocation and no copies of attribute values.
+// the attributes: End encodes them with the rest of the span (export.go), so a
+// span costs one allocation and no copies of attribute values, and nothing of it
+// but its bytes waits for the export.
 // Its own methods (End, LinkTask) are for the goroutine that started it; its
 // SpanContext may be read from any goroutine.
 //
@@ -75,7 +76,8 @@ func (s *Span) End(...oteltrace.SpanEndOption) {
 		return
 	}
 	s.end = time.Now().UnixNano()
-	s.t.q.pushSpan(s)
+	var scratch [512]byte
+	s.t.q.push(s.encode(scratch[:0]))
 }
 
 // AddLink links the span to l's span context (its attributes are not kept).

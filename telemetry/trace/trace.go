@@ -60,8 +60,8 @@ func New(opts Options) (*Tracer, error) {
 	if opts.Service == "" {
 		opts.Service = "mcp-wasmhost"
 	}
-	t := &Tracer{always: ratio >= 1, bound: uint64(ratio * (1 << 63)), q: newQueue(),
-		exp: newExporter(opts.Endpoint, opts.Headers, opts.Service, opts.Version), logger: opts.Logger,
+	exp := newExporter(opts.Endpoint, opts.Headers, opts.Service, opts.Version)
+	t := &Tracer{always: ratio >= 1, bound: uint64(ratio * (1 << 63)), q: newQueue(exp.headroom()), exp: exp, logger: opts.Logger,
 		flushc: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	t.tasks.ids = map[string]*taskSpans{}
 	go t.run()
@@ -198,8 +198,14 @@ func (t *Tracer) Record(ctx context.Context, name string, start, end time.Time, 
 	if t == nil || !parent.IsSampled() {
 		return
 	}
-	t.q.pushLight(light(parent, lightPlain, name, start, end, err))
+	ls := light(parent, lightPlain, name, start, end, err)
+	var scratch [lightScratch]byte
+	t.q.push(ls.encode(scratch[:0]))
 }
+
+// lightScratch is the stack space a light span is encoded in (a longer one
+// spills to the heap).
+const lightScratch = 256
 
 func light(parent oteltrace.SpanContext, what lightKind, name string, start, end time.Time, err error) lightSpan {
 	ls := lightSpan{parent: parent, id: newSpanID(), what: what, name: name, start: start.UnixNano(), end: end.UnixNano()}
@@ -216,7 +222,9 @@ func (t *Tracer) StoreOp(ctx context.Context, op string, start time.Time, err er
 	if t == nil || !parent.IsSampled() {
 		return
 	}
-	t.q.pushLight(light(parent, lightStore, op, start, time.Now(), err))
+	ls := light(parent, lightStore, op, start, time.Now(), err)
+	var scratch [lightScratch]byte
+	t.q.push(ls.encode(scratch[:0]))
 }
 
 // MinQueueSpan is the shortest wait for an admission slot that gets a queue span: a
@@ -234,24 +242,30 @@ func (t *Tracer) Guest(ctx context.Context, plugin string, start, end time.Time,
 	if r == nil || t == nil || !parent.IsSampled() {
 		return
 	}
-	var spans [3]lightSpan
-	n := 0
-	if r.Queue >= MinQueueSpan {
-		spans[n] = light(parent, lightPlain, "queue", start, start.Add(r.Queue), nil)
+	var scratch [3 * lightScratch]byte
+	var spans [3][]byte
+	b, n := scratch[:0], 0
+	add := func(ls lightSpan) {
+		from := len(b)
+		b = ls.encode(b)
+		spans[n] = b[from:]
 		n++
+	}
+	if r.Queue >= MinQueueSpan {
+		add(light(parent, lightPlain, "queue", start, start.Add(r.Queue), nil))
 	}
 	if r.Run != 0 || r.Instantiate != 0 {
 		runStart := end.Add(-r.Run)
-		spans[n] = light(parent, lightPlain, "instantiate", runStart.Add(-r.Instantiate), runStart, nil)
-		spans[n+1] = light(parent, lightRun, plugin, runStart, end, nil)
+		add(light(parent, lightPlain, "instantiate", runStart.Add(-r.Instantiate), runStart, nil))
+		ls := light(parent, lightRun, plugin, runStart, end, nil)
 		if run.IsValid() {
-			spans[n+1].id = run
+			ls.id = run
 		}
-		spans[n+1].report = *r
-		n += 2
+		ls.report = *r
+		add(ls)
 	}
 	if n > 0 {
-		t.q.pushLight(spans[:n]...)
+		t.q.push(spans[:n]...)
 	}
 }
 
