@@ -40,9 +40,16 @@ const (
 	RefusedSessions  = "sessions"   // [server] max_sessions: HTTP 503
 )
 
-// Live is what the live-instance gauge reads: each plugin's instances now.
+// Live is what the live-instance gauges read when scraped: each plugin's
+// instances now.
 type Live interface {
-	Live() map[string]int64
+	Live() map[string]Instances
+}
+
+// Instances are a plugin's live guest instances (running or parked) and the bytes
+// of linear memory they hold.
+type Instances struct {
+	Count, MemoryBytes int64
 }
 
 // Metrics is the server's metrics. Its methods are safe for concurrent use, and
@@ -96,7 +103,7 @@ func New(live Live) *Metrics {
 	m.instantiate = hist("guest_instantiate_seconds", "Time to make a call's guest instance ready: a fresh one, or a kept one restored.", durations, "plugin")
 	m.run = hist("guest_run_seconds", "Time a guest ran, waits for answers included.", durations, "plugin")
 	m.cpu = hist("guest_cpu_seconds", "CPU time of a call, measured in a worker for calls that ran alone in it.", durations, "plugin")
-	m.memory = hist("guest_memory_bytes", "Peak linear memory of a call's instance.", prometheus.ExponentialBuckets(64<<10, 4, 10), "plugin")
+	m.memory = hist("guest_memory_bytes", "Peak linear memory of a call's instance, when the call ended (mcpwh_live_memory_bytes: what live instances hold now).", prometheus.ExponentialBuckets(64<<10, 4, 10), "plugin")
 	m.hostCalls = count("guest_host_calls_total", "Host calls guests made, by kind (log, progress, input, http, other).", "plugin", "kind")
 	m.workerStarts = count("worker_starts_total", "Worker processes started and ready.", "plugin")
 	m.workerKills = count("worker_kills_total", "Worker processes the server killed, by reason.", "plugin", "reason")
@@ -278,12 +285,19 @@ func (m *Metrics) Refused(kind string) {
 // liveCollector reads the live instances of each plugin when scraped.
 type liveCollector struct{ live Live }
 
-var liveDesc = prometheus.NewDesc(ns+"_live_instances", "Guest instances of a plugin that exist now (running or parked).", []string{"plugin"}, nil)
+var (
+	liveDesc       = prometheus.NewDesc(ns+"_live_instances", "Guest instances of a plugin that exist now (running or parked).", []string{"plugin"}, nil)
+	liveMemoryDesc = prometheus.NewDesc(ns+"_live_memory_bytes", "Linear memory the plugin's live guest instances hold now (running or parked; in a worker, as it last said, at most a second ago).", []string{"plugin"}, nil)
+)
 
-func (c liveCollector) Describe(ch chan<- *prometheus.Desc) { ch <- liveDesc }
+func (c liveCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- liveDesc
+	ch <- liveMemoryDesc
+}
 
 func (c liveCollector) Collect(ch chan<- prometheus.Metric) {
-	for plugin, n := range c.live.Live() {
-		ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, float64(n), plugin)
+	for plugin, in := range c.live.Live() {
+		ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, float64(in.Count), plugin)
+		ch <- prometheus.MustNewConstMetric(liveMemoryDesc, prometheus.GaugeValue, float64(in.MemoryBytes), plugin)
 	}
 }
