@@ -291,9 +291,10 @@ func (b *bridge) Request(ctx context.Context, method string, params []byte) ([]b
 // hostCallSpans names the span of each request a guest may make (a method of its
 // own is "other": a guest does not choose span names).
 var hostCallSpans = map[string]string{
-	"elicit": "host call elicit", "elicit_all": "host call elicit_all", "sample": "host call sample",
+	"elicit": "host call elicit", "elicit_all": "host call elicit_all", "input": "host call input", "sample": "host call sample",
 	"task": "host call task", "resource_updated": "host call resource_updated",
 	"close_stream": "host call close_stream", "http": "host call http", "http_on_cancel": "host call http_on_cancel",
+	"task_log": "host call task_log", "checkpoint_save": "host call checkpoint_save", "checkpoint_load": "host call checkpoint_load",
 }
 
 func (b *bridge) request(ctx context.Context, method string, params []byte) ([]byte, error) {

@@ -43,7 +43,7 @@ func (s *Server) observed(ctx context.Context, method string, req mcp.Request, c
 	serve func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
 	start := time.Now()
 	extra := req.GetExtra()
-	var span oteltrace.Span
+	var span *trace.Span
 	if s.tracer != nil {
 		r := trace.Request{Method: method, Meta: requestMeta(req), Session: ss.ID(), Transport: "pipe"}
 		if extra != nil && extra.Header != nil {

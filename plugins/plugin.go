@@ -67,8 +67,9 @@ type Runner interface {
 	Describe(ctx context.Context) ([]byte, error)
 	Call(ctx context.Context, input []byte, h sandbox.Host) ([]byte, error)
 	Limits() sandbox.Limits
-	Instances() int64 // calls started so far
-	Live() int64      // instances that may still exist
+	Instances() int64  // calls started so far
+	Live() int64       // instances that may still exist
+	LiveMemory() int64 // bytes of linear memory the live instances hold
 	Close(ctx context.Context) error
 }
 

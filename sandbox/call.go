@@ -212,6 +212,7 @@ func (m *Module) instantiate(ctx context.Context, st *callState) (*instance, err
 			in.stdio.bind(ctx, st)
 			m.kept.reused.Add(1)
 			m.live.Add(1)
+			in.mem.hold(&m.liveMemory)
 			m.releaser.begin()
 			return in, nil
 		}
@@ -238,6 +239,7 @@ func (m *Module) instantiate(ctx context.Context, st *callState) (*instance, err
 		return nil, err
 	}
 	m.live.Add(1)
+	in.mem.hold(&m.liveMemory)
 	m.releaser.begin()
 	return in, nil
 }
@@ -259,6 +261,7 @@ func sleeper(ctx context.Context) sys.Nanosleep {
 // finish ends a call's use of its instance: a kept instance whose call ended
 // cleanly (clean) is restored and kept for the next call, any other is closed.
 func (m *Module) finish(ctx context.Context, st *callState, in *instance, clean bool) {
+	in.mem.unhold()
 	if in.stdio != nil && clean && !st.tainted && m.kept.put(in) {
 		m.live.Add(-1)
 		m.releaser.end()
@@ -271,6 +274,7 @@ func (m *Module) finish(ctx context.Context, st *callState, in *instance, clean 
 // Its linear memory goes back to the engine's pool, beyond warmBytes to the operating
 // system at once.
 func (m *Module) close(ctx context.Context, in *instance) {
+	in.mem.unhold()
 	in.mod.Close(context.WithoutCancel(ctx))
 	m.pool.put(in.mem)
 	m.live.Add(-1)

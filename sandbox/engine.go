@@ -144,8 +144,9 @@ type Module struct {
 	pool     *memoryPool  // the engine's
 	kept     keptInstances
 
-	instances atomic.Int64 // created so far
-	live      atomic.Int64 // not yet closed
+	instances  atomic.Int64 // created so far
+	live       atomic.Int64 // not yet closed
+	liveMemory atomic.Int64 // bytes of linear memory the live instances hold
 }
 
 // Load compiles a plugin, checks its imports and exports against the ABI, and checks
@@ -252,6 +253,10 @@ func (m *Module) Instances() int64 { return m.instances.Load() + m.kept.reused.L
 // Live returns how many instances of the module serve a call now; idle kept instances
 // (kept.go) are not counted.
 func (m *Module) Live() int64 { return m.live.Load() }
+
+// LiveMemory returns the bytes of linear memory the live instances hold now (a
+// kept instance between calls is not live; nor is a reservation in the pool).
+func (m *Module) LiveMemory() int64 { return m.liveMemory.Load() }
 
 // Close releases the module's runtime and its granted directories. Calls still
 // running end with an error.

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -21,6 +22,8 @@ type linearMemory struct {
 	mem       []byte // the reservation: accessible up to committed
 	committed uint64
 	allocated bool
+	size      uint64        // the linear memory's size now (the last Reallocate)
+	held      *atomic.Int64 // while its instance is live: the module's count of live memory, kept in step with size
 }
 
 var (
@@ -63,7 +66,26 @@ func (l *linearMemory) Reallocate(size uint64) []byte {
 		}
 		l.committed = end
 	}
+	if l.held != nil {
+		l.held.Add(int64(size) - int64(l.size))
+	}
+	l.size = size
 	return l.mem[:size:size]
+}
+
+// hold counts the memory's size, now and as it grows, in held (Module.liveMemory)
+// until unhold: its instance is live. Both run on the goroutine that uses the
+// instance, as Reallocate does.
+func (l *linearMemory) hold(held *atomic.Int64) {
+	l.held = held
+	held.Add(int64(l.size))
+}
+
+func (l *linearMemory) unhold() {
+	if l.held != nil {
+		l.held.Add(-int64(l.size))
+		l.held = nil
+	}
 }
 
 // Free implements experimental.LinearMemory. It does nothing: wazero calls it when the
@@ -85,7 +107,7 @@ func (l *linearMemory) scrub() bool {
 		}
 	}
 	clear(l.mem[:warm])
-	l.allocated = false
+	l.allocated, l.size = false, 0
 	return true
 }
 

@@ -87,3 +87,50 @@ func TestReleaseAfterBurst(t *testing.T) {
 		t.Fatalf("Releases() = %d after the burst, want 1", n)
 	}
 }
+
+// parkedHost answers every request once release closes, and says on asked when one
+// arrived.
+type parkedHost struct {
+	asked   chan struct{}
+	release chan struct{}
+}
+
+func (*parkedHost) Log(context.Context, sandbox.Level, string)         {}
+func (*parkedHost) Progress(context.Context, float64, float64, string) {}
+func (h *parkedHost) Request(ctx context.Context, _ string, _ []byte) ([]byte, error) {
+	h.asked <- struct{}{}
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+	}
+	return nil, sandbox.ErrUnavailable
+}
+
+// LiveMemory counts the linear memory of the instances live now, grown memory
+// included: two calls parked on a request after growing to the limit hold 49 pages
+// each, and nothing once they end.
+func TestLiveMemory(t *testing.T) {
+	m := load(t, "testdata/wasm/memgrow.wasm", sandbox.Limits{MemoryMiB: 4}, sandbox.Grants{})
+	if n := m.LiveMemory(); n != 0 {
+		t.Fatalf("LiveMemory() = %d before any call, want 0", n)
+	}
+	h := &parkedHost{asked: make(chan struct{}), release: make(chan struct{})}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if _, err := m.Call(context.Background(), call("grow", nil), h); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	<-h.asked
+	<-h.asked
+	if got, want := m.LiveMemory(), int64(2*49*65536); got != want {
+		t.Errorf("LiveMemory() = %d with two calls parked, want %d", got, want)
+	}
+	close(h.release)
+	wg.Wait()
+	if n := m.LiveMemory(); n != 0 {
+		t.Errorf("LiveMemory() = %d after the calls, want 0", n)
+	}
+}

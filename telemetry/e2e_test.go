@@ -25,6 +25,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	tracev1 "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/mcptest"
 	"github.com/mcp-wasmhost/mcp-wasmhost/internal/testenv"
@@ -227,7 +228,9 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 		plugin{"fw", "testdata/wasm/fetcher.wasm", ""},
 		plugin{"ft", "testdata/wasm/fetcher.wasm", "trusted = true"},
 		plugin{"jobs", "plugins/jobs/jobs.wasm", fmt.Sprintf("env = { JOBS_URL = %q }", up.URL)},
-		plugin{"textkit", "plugins/textkit/textkit.wasm", ""})
+		plugin{"textkit", "plugins/textkit/textkit.wasm", ""},
+		// One call at a time, one more may wait a millisecond: the admission refusal.
+		plugin{"loop", "testdata/wasm/loop.wasm", "trusted = true\nmax_concurrent = 1\nmax_queued = 1\nqueue_timeout = \"1ms\""})
 	c, cmd, log := serve(t, file, func(r *jsonrpc.Request) (any, error) {
 		<-block // the parked task's question is never answered during the test
 		return nil, errors.New("no")
@@ -265,6 +268,11 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 	if textkitPID == 0 {
 		t.Fatalf("no live textkit worker process found in the log:\n%s", log)
 	}
+	// The parked task's instance holds its linear memory; its worker says so within
+	// a second.
+	eventually(t, "the parked jobs call's memory in the gauge", func() bool {
+		return sample(scrape(t, addr), `mcpwh_live_memory_bytes{plugin="jobs"}`) >= 65536
+	})
 	before := scrape(t, addr)
 	if err := syscall.Kill(textkitPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -303,6 +311,10 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 		{`mcpwh_requests_total{method="tools/call",transport="stdio",wire="2025-11-25"}`, 4},
 		{`mcpwh_live_instances{plugin="jobs"}`, 1},
 		{`mcpwh_live_instances{plugin="textkit"}`, 0},
+		{`mcpwh_live_memory_bytes{plugin="textkit"}`, 0},
+		{`mcpwh_live_memory_bytes{plugin="ft"}`, 0},
+		{`mcpwh_live_memory_bytes{plugin="fw"}`, 0},
+		{`mcpwh_refusals_total{kind="admission"}`, 0},
 	} {
 		got := sample(m, tc.series)
 		if tc.want == 0 && got == -1 {
@@ -328,6 +340,167 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 		if strings.Contains(m, leak) {
 			t.Errorf("the scrape shows %q, part of a URL", leak)
 		}
+	}
+
+	// Then: a running call (trusted, in this process) holds memory too; a second call
+	// of its plugin finds the one slot taken and the queue's wait over, and is refused;
+	// once the running and the parked call are cancelled, the gauges are back to 0.
+	spin := c.CreateTask("loop_spin", map[string]any{}, map[string]any{}, nil)
+	eventually(t, "the spinning call's instance and memory in the gauges", func() bool {
+		m := scrape(t, addr)
+		return sample(m, `mcpwh_live_instances{plugin="loop"}`) == 1 && sample(m, `mcpwh_live_memory_bytes{plugin="loop"}`) >= 65536
+	})
+	if err := c.CallErr0("tools/call", map[string]any{"name": "loop_spin", "arguments": map[string]any{}}); err == nil || err.Code != -32000 {
+		t.Errorf("a second loop_spin = %v, want the admission refusal (-32000)", err)
+	}
+	for _, id := range []string{spin.TaskID, task.TaskID} {
+		if _, err := c.Call(context.Background(), "tasks/cancel", map[string]any{"taskId": id}); err != nil {
+			t.Fatalf("tasks/cancel %s: %v", id, err)
+		}
+	}
+	eventually(t, "the gauges back to 0 after the calls ended", func() bool {
+		m = scrape(t, addr)
+		for _, p := range []string{"loop", "jobs"} {
+			if sample(m, `mcpwh_live_instances{plugin="`+p+`"}`) != 0 || sample(m, `mcpwh_live_memory_bytes{plugin="`+p+`"}`) != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if got := sample(m, `mcpwh_refusals_total{kind="admission"}`); got != 1 {
+		t.Errorf("admission refusals = %v, want 1:\n%s", got, grep(m, "refusals"))
+	}
+	if got := sample(m, `mcpwh_tasks_input_required`); got != 0 {
+		t.Errorf("parked tasks = %v after the cancel, want 0", got)
+	}
+
+	t.Run("http", httpWorkload)
+}
+
+// httpWorkload runs the binary over Streamable HTTP with API keys, a rate limit,
+// metrics and tracing: a request with a bad token, requests past the rate limit, and
+// a tools/call whose parent is the traceparent HTTP header. promtool accepts the
+// scrape; the counters and the span say what happened.
+func httpWorkload(t *testing.T) {
+	metricsAddr, httpAddr := freeAddr(t), freeAddr(t)
+	col := newCollector(t)
+	sum := func(k string) string { s := sha256.Sum256([]byte(k)); return hex.EncodeToString(s[:]) }
+	file := config(t, fmt.Sprintf(`metrics = %q
+
+[server.tracing]
+endpoint = %q
+
+[server.auth]
+mode = "api_keys"
+rate_limit = 0.1
+rate_burst = 4
+
+[[server.auth.keys]]
+name = "main"
+sha256 = %q
+
+[[server.auth.keys]]
+name = "flood"
+sha256 = %q
+
+[[server.auth.grants]]
+key = "main"
+tools = ["textkit_*"]`, metricsAddr, col.URL, sum("key-main"), sum("key-flood")), "",
+		plugin{"textkit", "plugins/textkit/textkit.wasm", "trusted = true"})
+	cmd := exec.Command(binary, "--config", file, "--http", httpAddr)
+	log := &testenv.SyncBuffer{}
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", log)
+		}
+	})
+	url := "http://" + httpAddr + "/mcp"
+	eventually(t, "the server serves HTTP", func() bool { return strings.Contains(log.String(), "serving Streamable HTTP") })
+
+	post := func(key string, header map[string]string, msg map[string]any) (*http.Response, string) {
+		t.Helper()
+		body, _ := json.Marshal(msg)
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+key)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+
+	// A bad token: 401, counted as invalid_token.
+	if resp, _ := post("not-a-key", nil, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "ping"}); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a bad token: HTTP %d, want 401", resp.StatusCode)
+	}
+	// A session, and a tools/call whose trace context is in the HTTP header.
+	resp, _ := post("key-main", nil, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+		"params": map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "raw", "version": "1"}}})
+	session := map[string]string{"Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-11-25"}
+	if resp.StatusCode != http.StatusOK || session["Mcp-Session-Id"] == "" {
+		t.Fatalf("initialize: HTTP %d, session %q", resp.StatusCode, session["Mcp-Session-Id"])
+	}
+	post("key-main", session, map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	const traceID, clientSpan = "4bf92f3577b34da6a3ce929d0e0e47ff", "00f067aa0ba902b7"
+	session["Traceparent"] = "00-" + traceID + "-" + clientSpan + "-01"
+	if resp, body := post("key-main", session, map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+		"params": map[string]any{"name": "textkit_ping", "arguments": map[string]any{}}}); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
+		t.Fatalf("tools/call textkit_ping: HTTP %d %s", resp.StatusCode, body)
+	}
+	// Past the rate limit (a burst of 4, then one request in 10 s): 429.
+	limited := false
+	for range 8 {
+		if resp, _ := post("key-flood", nil, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "ping"}); resp.StatusCode == http.StatusTooManyRequests {
+			limited = true
+			break
+		}
+	}
+	if !limited {
+		t.Errorf("8 requests at once past a burst of 4 were never refused with 429")
+	}
+
+	m := scrape(t, metricsAddr)
+	check := exec.Command("promtool", "check", "metrics")
+	check.Stdin = strings.NewReader(m)
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		series string
+		want   float64
+	}{
+		{`mcpwh_auth_failures_total{reason="invalid_token"}`, 1},
+		{`mcpwh_refusals_total{kind="rate_limit"}`, 1},
+		{`mcpwh_requests_total{method="tools/call",transport="http",wire="2025-11-25"}`, 1},
+		{`mcpwh_tool_call_duration_seconds_count{outcome="ok",plugin="textkit",tool="textkit_ping"}`, 1},
+	} {
+		if got := sample(m, tc.series); got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.series, got, tc.want)
+		}
+	}
+
+	// The call's server span is the header's child (spans leave within a second).
+	var call *tracev1.Span
+	eventually(t, "the tools/call span arrives", func() bool {
+		call = find(col.all(), "tools/call textkit_ping", traceID)
+		return call != nil
+	})
+	if id(call.ParentSpanId) != clientSpan || call.Kind != tracev1.Span_SPAN_KIND_SERVER || attr(call, "network.transport") != "tcp" ||
+		attr(call, "mcp.session.id") != session["Mcp-Session-Id"] {
+		t.Errorf("tools/call span: parent %s kind %v transport %q session %q; want the header's %s, server, tcp, the session",
+			id(call.ParentSpanId), call.Kind, attr(call, "network.transport"), attr(call, "mcp.session.id"), clientSpan)
 	}
 }
 

@@ -116,8 +116,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Logger
 	if err := w.send(frameReady, 0, nil); err != nil {
 		return err
 	}
-	c := &child{mod: mod, w: w, calls: map[uint64]*childCall{}, jobs: make(chan job)}
+	c := &child{mod: mod, w: w, calls: map[uint64]*childCall{}, jobs: make(chan job), stopMemory: make(chan struct{})}
 	defer c.stopAll()
+	c.wg.Go(func() { c.reportMemory(c.stopMemory) })
 	for {
 		f, err := readFrame(r, &hdr)
 		if errors.Is(err, io.EOF) {
@@ -170,6 +171,8 @@ type child struct {
 	// waits); idle counts those waiting, at most maxIdleRunners.
 	jobs chan job
 	idle atomic.Int32
+
+	stopMemory chan struct{} // closed to end reportMemory
 }
 
 // A call runs on a runner goroutine that then waits for the next call, rather than on
@@ -306,6 +309,7 @@ func (c *child) stopAll() {
 	}
 	c.mu.Unlock()
 	close(c.jobs) // the idle runners end
+	close(c.stopMemory)
 	c.wg.Wait()
 }
 

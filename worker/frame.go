@@ -33,10 +33,11 @@ const (
 	frameResult                        // W->S: u8 outcome + output or message
 	frameBegun                         // W->S: the call's guest is about to start (empty)
 	frameReport                        // W->S: the call's resource report (report.go), before its result
+	frameMemory                        // W->S, call ID 0: u64 bytes of linear memory the worker's live instances hold (livememory.go)
 )
 
 func (t frameType) String() string {
-	names := [...]string{"", "init", "ready", "call", "cancel", "reply", "log", "progress", "request", "result", "begun", "report"}
+	names := [...]string{"", "init", "ready", "call", "cancel", "reply", "log", "progress", "request", "result", "begun", "report", "memory"}
 	if int(t) < len(names) && t != 0 {
 		return names[t]
 	}

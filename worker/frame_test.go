@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -51,6 +52,7 @@ func FuzzWorkerFrames(f *testing.F) {
 	))
 	f.Add(frames(frame{frameResult, 1, append([]byte{byte(sandbox.KindTimeout)}, "stopped"...)}))
 	f.Add(frames(frame{frameResult, 1, append([]byte{outcomeError}, "oops"...)}))
+	f.Add(frames(frame{frameMemory, 0, binary.BigEndian.AppendUint64(nil, 49<<16)}, frame{frameMemory, 1, make([]byte, 8)}))
 	f.Add([]byte{0, 0, 0, 9, byte(frameLog), 0, 0, 0, 0, 0, 0, 0, 1})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, byte(frameResult)})
 	f.Add([]byte{0, 0, 0, 12, byte(frameRequest), 0, 0, 0, 0, 0, 0, 0, 1, 200, 'a', 'b'})

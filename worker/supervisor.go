@@ -287,6 +287,21 @@ func (m *Module) Instances() int64 { return m.instances.Load() }
 // yet reported them closed, or exited.
 func (m *Module) Live() int64 { return m.live.Load() }
 
+// LiveMemory returns the bytes of linear memory the live instances in the workers
+// hold, as each worker last said (a memory frame, at most every memoryEvery); a
+// worker that does not run holds none.
+func (m *Module) LiveMemory() int64 {
+	var n int64
+	for _, s := range m.slots {
+		s.mu.Lock()
+		if p := s.cur; p != nil && !isClosed(p.dead) {
+			n += p.memory.Load()
+		}
+		s.mu.Unlock()
+	}
+	return n
+}
+
 // Starts returns how many worker processes have been started for the plugin.
 func (m *Module) Starts() int64 { return m.starts.Load() }
 
@@ -641,6 +656,7 @@ type process struct {
 	w      *writer
 	logger *slog.Logger
 	dead   chan struct{} // closed once the process has exited and been reaped
+	memory atomic.Int64  // its last memory frame's count
 
 	mu     sync.Mutex
 	calls  map[uint64]*call
@@ -753,6 +769,10 @@ func (p *process) read(r *bufio.Reader, ready chan<- string) {
 			p.kill(StopProtocol, "it broke the worker protocol: "+err.Error())
 			return
 		}
+		if f.typ == frameMemory {
+			p.memory.Store(int64(binary.BigEndian.Uint64(f.payload)))
+			continue
+		}
 		if !p.deliver(f) {
 			p.kill(StopProtocol, fmt.Sprintf("it sent more than %d frames for one call", maxCallFrames))
 			return
@@ -785,6 +805,10 @@ func validate(f frame) error {
 	case frameBegun:
 		if n != 0 {
 			return errors.New("malformed begun")
+		}
+	case frameMemory:
+		if f.id != 0 || n != 8 || binary.BigEndian.Uint64(f.payload) > maxLiveMemory {
+			return errors.New("malformed memory")
 		}
 	case frameReport:
 		if err := decodeReport(f.payload, new(sandbox.Report)); err != nil {

@@ -526,3 +526,48 @@ func TestVersionKnownRunsNothing(t *testing.T) {
 		t.Errorf("Load(truncated, VersionKnown) = %v, want it named invalid", err)
 	}
 }
+
+// parkedHost answers every request once release closes, and says on asked when one
+// arrived.
+type parkedHost struct {
+	asked   chan struct{}
+	release chan struct{}
+}
+
+func (*parkedHost) Log(context.Context, sandbox.Level, string)         {}
+func (*parkedHost) Progress(context.Context, float64, float64, string) {}
+func (h *parkedHost) Request(ctx context.Context, _ string, _ []byte) ([]byte, error) {
+	h.asked <- struct{}{}
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+	}
+	return nil, sandbox.ErrUnavailable
+}
+
+// LiveMemory shows the linear memory a worker's parked call holds (the worker says
+// it in a memory frame, within a second or so), and none once the call ended.
+func TestLiveMemory(t *testing.T) {
+	m := load(t, "testdata/wasm/memgrow.wasm", sandbox.Limits{MemoryMiB: 4})
+	h := &parkedHost{asked: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Call(context.Background(), input("grow", nil), h)
+		done <- err
+	}()
+	<-h.asked
+	waitFor := func(what string, want int64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); m.LiveMemory() != want; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("LiveMemory() = %d %s, want %d", m.LiveMemory(), what, want)
+			}
+		}
+	}
+	waitFor("with the call parked", 49*65536)
+	close(h.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	waitFor("after the call", 0)
+}

@@ -30,14 +30,14 @@ type liveInstances struct {
 	catalog atomic.Pointer[plugins.Catalog]
 }
 
-func (l *liveInstances) Live() map[string]int64 {
+func (l *liveInstances) Live() map[string]metrics.Instances {
 	c := l.catalog.Load()
 	if c == nil {
 		return nil
 	}
-	out := map[string]int64{}
+	out := map[string]metrics.Instances{}
 	for _, p := range c.Plugins() {
-		out[p.Name] = p.Module.Live()
+		out[p.Name] = metrics.Instances{Count: p.Module.Live(), MemoryBytes: p.Module.LiveMemory()}
 	}
 	return out
 }

@@ -24,7 +24,6 @@ const (
 	OutcomeOK      = "ok"       // a result without isError
 	OutcomeIsError = "is_error" // a result with isError: the tool failed (the guest said so, or crashed)
 	OutcomeError   = "error"    // a JSON-RPC error: refused, busy, a protocol error
-	OutcomeTask    = "task"     // the call became a task (its run is counted when it ends)
 )
 
 // Decisions on an egress request, the decision label of Egress.
@@ -41,9 +40,16 @@ const (
 	RefusedSessions  = "sessions"   // [server] max_sessions: HTTP 503
 )
 
-// Live is what the live-instance gauge reads: each plugin's instances now.
+// Live is what the live-instance gauges read when scraped: each plugin's
+// instances now.
 type Live interface {
-	Live() map[string]int64
+	Live() map[string]Instances
+}
+
+// Instances are a plugin's live guest instances (running or parked) and the bytes
+// of linear memory they hold.
+type Instances struct {
+	Count, MemoryBytes int64
 }
 
 // Metrics is the server's metrics. Its methods are safe for concurrent use, and
@@ -72,6 +78,8 @@ type Metrics struct {
 
 	mu        sync.Mutex
 	parkedIDs map[string]struct{} // tasks in input_required now
+
+	series series // the per-call series, resolved once per label values
 }
 
 // durations are the buckets of every duration histogram, in seconds: 50 µs to 60 s.
@@ -90,12 +98,12 @@ func New(live Live) *Metrics {
 	}
 	m.requests = count("requests_total", "MCP requests and notifications received, by method (unknown methods: other), Tasks wire and transport.", "method", "wire", "transport")
 	m.requestTime = hist("request_duration_seconds", "Time to answer an MCP request, by method.", durations, "method")
-	m.toolCalls = hist("tool_call_duration_seconds", "tools/call of a plugin's tool, from its arguments' check to its answer, by outcome (ok, is_error, error, task).", durations, "plugin", "tool", "outcome")
+	m.toolCalls = hist("tool_call_duration_seconds", "A plugin tool's run, from the guest call to its result (after the arguments' check; a task's run when it ends), by outcome (ok, is_error, error).", durations, "plugin", "tool", "outcome")
 	m.queue = hist("guest_queue_seconds", "Time a call waited for one of its plugin's slots (max_concurrent).", durations, "plugin")
-	m.instantiate = hist("guest_instantiate_seconds", "Time to create a call's fresh guest instance.", durations, "plugin")
+	m.instantiate = hist("guest_instantiate_seconds", "Time to make a call's guest instance ready: a fresh one, or a kept one restored.", durations, "plugin")
 	m.run = hist("guest_run_seconds", "Time a guest ran, waits for answers included.", durations, "plugin")
 	m.cpu = hist("guest_cpu_seconds", "CPU time of a call, measured in a worker for calls that ran alone in it.", durations, "plugin")
-	m.memory = hist("guest_memory_bytes", "Peak linear memory of a call's instance.", prometheus.ExponentialBuckets(64<<10, 4, 10), "plugin")
+	m.memory = hist("guest_memory_bytes", "Peak linear memory of a call's instance, when the call ended (mcpwh_live_memory_bytes: what live instances hold now).", prometheus.ExponentialBuckets(64<<10, 4, 10), "plugin")
 	m.hostCalls = count("guest_host_calls_total", "Host calls guests made, by kind (log, progress, input, http, other).", "plugin", "kind")
 	m.workerStarts = count("worker_starts_total", "Worker processes started and ready.", "plugin")
 	m.workerKills = count("worker_kills_total", "Worker processes the server killed, by reason.", "plugin", "reason")
@@ -159,10 +167,10 @@ func (m *Metrics) Request(method, wire, transport string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	method = Method(method)
-	m.requests.WithLabelValues(method, wire, transport).Inc()
+	r := m.series.request(m, requestKey{Method(method), wire, transport})
+	r.count.Inc()
 	if d > 0 {
-		m.requestTime.WithLabelValues(method).Observe(d.Seconds())
+		r.time.Observe(d.Seconds())
 	}
 }
 
@@ -171,7 +179,7 @@ func (m *Metrics) ToolCall(plugin, tool, outcome string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.toolCalls.WithLabelValues(plugin, tool, outcome).Observe(d.Seconds())
+	m.series.tool(m, toolKey{plugin, tool, outcome}).Observe(d.Seconds())
 }
 
 // Report records a call's resource report.
@@ -179,20 +187,21 @@ func (m *Metrics) Report(plugin string, r *sandbox.Report) {
 	if m == nil || r == nil {
 		return
 	}
-	m.queue.WithLabelValues(plugin).Observe(r.Queue.Seconds())
+	p := m.series.plugin(m, plugin)
+	p.queue.Observe(r.Queue.Seconds())
 	if r.Run > 0 || r.Instantiate > 0 {
-		m.instantiate.WithLabelValues(plugin).Observe(r.Instantiate.Seconds())
-		m.run.WithLabelValues(plugin).Observe(r.Run.Seconds())
+		p.instantiate.Observe(r.Instantiate.Seconds())
+		p.run.Observe(r.Run.Seconds())
 	}
 	if r.CPU > 0 {
-		m.cpu.WithLabelValues(plugin).Observe(r.CPU.Seconds())
+		p.cpuOf(m, plugin).Observe(r.CPU.Seconds())
 	}
 	if r.MemoryBytes > 0 {
-		m.memory.WithLabelValues(plugin).Observe(float64(r.MemoryBytes))
+		p.memory.Observe(float64(r.MemoryBytes))
 	}
 	for k, n := range r.HostCalls {
 		if n > 0 {
-			m.hostCalls.WithLabelValues(plugin, sandbox.HostCall(k).String()).Add(float64(n))
+			p.hostCallsOf(m, plugin, sandbox.HostCall(k)).Add(float64(n))
 		}
 	}
 }
@@ -276,12 +285,19 @@ func (m *Metrics) Refused(kind string) {
 // liveCollector reads the live instances of each plugin when scraped.
 type liveCollector struct{ live Live }
 
-var liveDesc = prometheus.NewDesc(ns+"_live_instances", "Guest instances of a plugin that exist now (running or parked).", []string{"plugin"}, nil)
+var (
+	liveDesc       = prometheus.NewDesc(ns+"_live_instances", "Guest instances of a plugin that exist now (running or parked).", []string{"plugin"}, nil)
+	liveMemoryDesc = prometheus.NewDesc(ns+"_live_memory_bytes", "Linear memory the plugin's live guest instances hold now (running or parked; in a worker, as it last said, at most a second ago).", []string{"plugin"}, nil)
+)
 
-func (c liveCollector) Describe(ch chan<- *prometheus.Desc) { ch <- liveDesc }
+func (c liveCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- liveDesc
+	ch <- liveMemoryDesc
+}
 
 func (c liveCollector) Collect(ch chan<- prometheus.Metric) {
-	for plugin, n := range c.live.Live() {
-		ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, float64(n), plugin)
+	for plugin, in := range c.live.Live() {
+		ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, float64(in.Count), plugin)
+		ch <- prometheus.MustNewConstMetric(liveMemoryDesc, prometheus.GaugeValue, float64(in.MemoryBytes), plugin)
 	}
 }

@@ -50,26 +50,25 @@ func (t *Tracer) TaskCreated(ctx context.Context, id string) {
 // StartTaskRun starts the span of task id's run under parent (the span context of
 // the request that created it, or an invalid one), linked to its creation. The
 // returned context carries only the span: a task runs detached from its request.
-func (t *Tracer) StartTaskRun(ctx context.Context, parent oteltrace.SpanContext, id, tool string) (context.Context, oteltrace.Span) {
+func (t *Tracer) StartTaskRun(ctx context.Context, parent oteltrace.SpanContext, id, tool string) (context.Context, *Span) {
 	if t == nil || !parent.IsSampled() {
 		return ctx, nil
 	}
-	ctx = oteltrace.ContextWithSpanContext(ctx, parent)
-	ctx, span := t.tr.Start(ctx, "task run "+tool, oteltrace.WithLinks(oteltrace.Link{SpanContext: parent}))
-	sc := span.SpanContext()
+	span := t.newSpan(parent, spanTaskRun, tool)
+	span.links = []oteltrace.SpanContext{parent}
 	t.tasks.mu.Lock()
 	e := t.tasks.entry(id)
-	e.run = sc
+	e.run = span.sc
 	if !e.created.IsValid() {
 		e.created = parent
 	}
 	t.tasks.mu.Unlock()
-	return ctx, span
+	return oteltrace.ContextWithSpan(ctx, span), span
 }
 
 // LinkTask links span (a tasks/* request's) to task id's creation and run.
-func (t *Tracer) LinkTask(span oteltrace.Span, id string) {
-	if t == nil || span == nil || !span.IsRecording() {
+func (t *Tracer) LinkTask(span *Span, id string) {
+	if t == nil || span == nil {
 		return
 	}
 	t.tasks.mu.Lock()
@@ -80,9 +79,9 @@ func (t *Tracer) LinkTask(span oteltrace.Span, id string) {
 	}
 	t.tasks.mu.Unlock()
 	if c.IsValid() {
-		span.AddLink(oteltrace.Link{SpanContext: c})
+		span.links = append(span.links, c)
 	}
 	if r.IsValid() {
-		span.AddLink(oteltrace.Link{SpanContext: r})
+		span.links = append(span.links, r)
 	}
 }

@@ -2,16 +2,14 @@ package trace
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-wasmhost/mcp-wasmhost/sandbox"
@@ -28,21 +26,29 @@ type Options struct {
 	Headers map[string]string
 	// Service and Version name this server in the spans' resource.
 	Service, Version string
-	// Logger gets export failures. Nil discards them.
+	// Logger gets export failures and spans dropped for want of room (warn).
+	// Nil discards them.
 	Logger *slog.Logger
 }
 
-// Tracer makes the server's spans. Its methods are safe for concurrent use and do
-// nothing on a nil *Tracer.
+// Tracer makes the server's spans and exports them. Its methods are safe for
+// concurrent use and do nothing on a nil *Tracer.
 type Tracer struct {
-	exp   *exporter
-	tp    *sdktrace.TracerProvider
-	tr    oteltrace.Tracer
-	prop  propagation.TraceContext
-	tasks taskLinks
+	bound  uint64 // a new trace is sampled when its ID's low 63 bits are below it
+	always bool   // every new trace is sampled
+	q      *queue
+	exp    *exporter
+	logger *slog.Logger
+	tasks  taskLinks
+
+	flushc   chan chan struct{}
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{} // the export goroutine has returned
 }
 
-// New returns a Tracer that batches spans to opts.Endpoint.
+// New returns a Tracer that exports spans to opts.Endpoint from a goroutine of its
+// own, until Shutdown.
 func New(opts Options) (*Tracer, error) {
 	if opts.Endpoint == "" {
 		return nil, errors.New("tracing: no endpoint")
@@ -51,49 +57,39 @@ func New(opts Options) (*Tracer, error) {
 	if ratio <= 0 || ratio > 1 {
 		ratio = 1
 	}
-	exp := newExporter(opts.Endpoint, opts.Headers)
 	if opts.Service == "" {
 		opts.Service = "mcp-wasmhost"
 	}
-	res := resource.NewSchemaless(attribute.String("service.name", opts.Service), attribute.String("service.version", opts.Version))
-	var sampler sdktrace.Sampler = sdktrace.AlwaysSample()
-	if ratio < 1 {
-		sampler = sdktrace.TraceIDRatioBased(ratio)
-	}
-	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithSampler(sdktrace.ParentBased(sampler)),
-		sdktrace.WithResource(res),
-		sdktrace.WithBatcher(loggingExporter{exp, opts.Logger}, sdktrace.WithMaxQueueSize(8192), sdktrace.WithMaxExportBatchSize(1024)),
-	)
-	exp.res = res
-	t := &Tracer{exp: exp, tp: tp, tr: tp.Tracer(scopeName)}
+	exp := newExporter(opts.Endpoint, opts.Headers, opts.Service, opts.Version)
+	t := &Tracer{always: ratio >= 1, bound: uint64(ratio * (1 << 63)), q: newQueue(exp.headroom()), exp: exp, logger: opts.Logger,
+		flushc: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	t.tasks.ids = map[string]*taskSpans{}
+	go t.run()
 	return t, nil
 }
 
 const scopeName = "github.com/mcp-wasmhost/mcp-wasmhost"
 
-// Shutdown sends the spans still queued and stops.
+// Shutdown sends the spans still queued and stops the export goroutine; it
+// returns ctx's error if that ends first.
 func (t *Tracer) Shutdown(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
-	return t.tp.Shutdown(ctx)
-}
-
-// loggingExporter logs a failed export once per failure (the SDK's default goes to
-// the global otel error handler, which prints to stderr unformatted).
-type loggingExporter struct {
-	sdktrace.SpanExporter
-	logger *slog.Logger
-}
-
-func (e loggingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	err := e.SpanExporter.ExportSpans(ctx, spans)
-	if err != nil && e.logger != nil {
-		e.logger.Warn("spans not exported", "spans", len(spans), "err", err)
+	t.stopOnce.Do(func() { close(t.stop) })
+	select {
+	case <-t.done:
+		t.exp.close()
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return nil
+}
+
+// sample decides on a new trace (no parent) the way the SDK's
+// TraceIDRatioBased sampler does, from the trace ID's last 8 bytes.
+func (t *Tracer) sample(id oteltrace.TraceID) bool {
+	return t.always || binary.BigEndian.Uint64(id[8:16])>>1 < t.bound
 }
 
 // Request is what names and parents an MCP request's server span.
@@ -108,100 +104,71 @@ type Request struct {
 	Transport string         // network.transport: "pipe" (stdio) or "tcp" (HTTP)
 }
 
-var serverKind = []oteltrace.SpanStartOption{oteltrace.WithSpanKind(oteltrace.SpanKindServer)}
-
 // StartRequest starts the server span of r, named "{method} {tool}" (the MCP
-// semantic conventions), as a child of the client's trace context if it sent one.
-func (t *Tracer) StartRequest(ctx context.Context, r *Request) (context.Context, oteltrace.Span) {
+// semantic conventions), as a child of the client's trace context if it sent one:
+// a sampled parent is followed, an unsampled one too, and a new trace is sampled
+// at the configured ratio. The span is nil when not sampled; the context carries
+// the trace on either way (an egress request's traceparent).
+func (t *Tracer) StartRequest(ctx context.Context, r *Request) (context.Context, *Span) {
 	if t == nil {
 		return ctx, nil
 	}
-	ctx = t.parent(ctx, r)
-	name := r.Method
-	if r.Tool != "" {
-		name = r.Method + " " + r.Tool
+	parent := r.parent()
+	sampled := parent.IsSampled()
+	if !parent.IsValid() {
+		tid := newTraceID()
+		parent = oteltrace.NewSpanContext(oteltrace.SpanContextConfig{TraceID: tid})
+		sampled = t.sample(tid)
 	}
-	ctx, span := t.tr.Start(ctx, name, serverKind...)
-	if span.IsRecording() {
-		kv := make([]attribute.KeyValue, 0, 6)
-		kv = append(kv, attribute.String("mcp.method.name", r.Method))
-		if r.Tool != "" {
-			kv = append(kv, attribute.String("gen_ai.tool.name", r.Tool), attribute.String("gen_ai.operation.name", "execute_tool"))
-		}
-		if r.Session != "" {
-			kv = append(kv, attribute.String("mcp.session.id", r.Session))
-		}
-		if r.ID != "" {
-			kv = append(kv, attribute.String("jsonrpc.request.id", r.ID))
-		}
-		if r.Protocol != "" {
-			kv = append(kv, attribute.String("mcp.protocol.version", r.Protocol))
-		}
-		if r.Transport != "" {
-			kv = append(kv, attribute.String("network.transport", r.Transport))
-		}
-		span.SetAttributes(kv...)
+	if !sampled {
+		sc := parent.WithSpanID(newSpanID()).WithTraceFlags(parent.TraceFlags() &^ oteltrace.FlagsSampled).WithRemote(false)
+		return oteltrace.ContextWithSpanContext(ctx, sc), nil
 	}
-	return ctx, span
+	s := t.newSpan(parent, spanRequest, r.Method)
+	s.tool, s.session, s.id, s.protocol, s.network = r.Tool, r.Session, r.ID, r.Protocol, r.Transport
+	return oteltrace.ContextWithSpan(ctx, s), s
 }
 
-// parent returns ctx with the client's trace context: params._meta's traceparent
-// (MCP reserves it there), else the HTTP header's.
-func (t *Tracer) parent(ctx context.Context, r *Request) context.Context {
+// parent is the client's trace context: params._meta's traceparent (MCP reserves
+// it there), else the HTTP header's; invalid when neither is valid.
+func (r *Request) parent() oteltrace.SpanContext {
 	if tp, ok := r.Meta["traceparent"].(string); ok {
-		c := metaCarrier{tp: tp}
-		c.ts, _ = r.Meta["tracestate"].(string)
-		return t.prop.Extract(ctx, &c)
+		ts, _ := r.Meta["tracestate"].(string)
+		return parseTraceparent(tp, ts)
 	}
-	if r.Header != nil && r.Header.Get("Traceparent") != "" {
-		return t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	if r.Header != nil {
+		if tp := r.Header.Get("Traceparent"); tp != "" {
+			return parseTraceparent(tp, r.Header.Get("Tracestate"))
+		}
 	}
-	return ctx
+	return oteltrace.SpanContext{}
 }
 
-// metaCarrier reads the trace context of a request's _meta.
-type metaCarrier struct{ tp, ts string }
-
-func (c *metaCarrier) Get(key string) string {
-	switch key {
-	case "traceparent":
-		return c.tp
-	case "tracestate":
-		return c.ts
-	}
-	return ""
-}
-func (c *metaCarrier) Set(string, string) {}
-func (c *metaCarrier) Keys() []string     { return []string{"traceparent", "tracestate"} }
-
-// End ends a span, with an error status if err is not nil. errType, if not "",
-// is the error.type attribute (a JSON-RPC code, "tool_error").
-func End(span oteltrace.Span, errType string, err error) {
+// End ends a span, with an error status if err is not nil or errType is not "".
+// errType, if not "", is the error.type attribute (a JSON-RPC code,
+// "tool_error"); the status's message is err's, else errType.
+func End(span *Span, errType string, err error) {
 	if span == nil {
 		return
 	}
 	if err != nil || errType != "" {
-		if span.IsRecording() {
-			if errType != "" {
-				span.SetAttributes(attribute.String("error.type", errType))
-			}
-			msg := errType
-			if err != nil {
-				msg = err.Error()
-			}
-			span.SetStatus(codes.Error, msg)
+		span.errType, span.failed, span.status = errType, true, errType
+		if err != nil {
+			span.status = err.Error()
 		}
 	}
 	span.End()
 }
 
-// Start starts an internal child span of ctx's span, if that one is sampled;
-// otherwise it returns ctx and nil, at no cost.
-func (t *Tracer) Start(ctx context.Context, name string) (context.Context, oteltrace.Span) {
-	if !t.sampled(ctx) {
+// Start starts an internal child span of ctx's span named name (a host call), if
+// that one is sampled; otherwise it returns ctx and nil, at no cost.
+func (t *Tracer) Start(ctx context.Context, name string) (context.Context, *Span) {
+	parent := oteltrace.SpanContextFromContext(ctx)
+	if t == nil || !parent.IsSampled() {
 		return ctx, nil
 	}
-	return t.tr.Start(ctx, name)
+	s := t.newSpan(parent, spanHostCall, name)
+	return oteltrace.ContextWithSpan(ctx, s), s
 }
 
 // sampled reports whether ctx is in a trace this server records: its span (or the
@@ -224,30 +191,40 @@ func (t *Tracer) GuestCall(ctx context.Context) (context.Context, oteltrace.Span
 	return oteltrace.ContextWithSpanContext(ctx, sc), id
 }
 
-// Record adds a finished child span of ctx's span, if that one is sampled.
-func (t *Tracer) Record(ctx context.Context, name string, start, end time.Time, err error, kv ...attribute.KeyValue) {
-	t.record(ctx, oteltrace.SpanID{}, name, start, end, err, kv...)
-}
-
-// record is Record of a span whose ID is id (zero: a new one).
-func (t *Tracer) record(ctx context.Context, id oteltrace.SpanID, name string, start, end time.Time, err error, kv ...attribute.KeyValue) {
-	if !t.sampled(ctx) {
+// Record adds a finished child span of ctx's span named name, if that one is
+// sampled; err, if not nil, is its error status.
+func (t *Tracer) Record(ctx context.Context, name string, start, end time.Time, err error) {
+	parent := oteltrace.SpanContextFromContext(ctx)
+	if t == nil || !parent.IsSampled() {
 		return
 	}
-	if !id.IsValid() {
-		id = newSpanID()
-	}
-	ls := lightSpan{parent: oteltrace.SpanContextFromContext(ctx), id: id, name: name, start: start, end: end, attrs: kv}
+	ls := light(parent, lightPlain, name, start, end, err)
+	var scratch [lightScratch]byte
+	t.q.push(ls.encode(scratch[:0]))
+}
+
+// lightScratch is the stack space a light span is encoded in (a longer one
+// spills to the heap).
+const lightScratch = 256
+
+func light(parent oteltrace.SpanContext, what lightKind, name string, start, end time.Time, err error) lightSpan {
+	ls := lightSpan{parent: parent, id: newSpanID(), what: what, name: name, start: start.UnixNano(), end: end.UnixNano()}
 	if err != nil {
 		ls.err = err.Error()
 	}
-	t.exp.light.push(ls)
+	return ls
 }
 
 // StoreOp makes a span of a task store operation (tasks.StoreObserver) under ctx's
 // span; store operations of no recorded request (the sweeper's) get none.
 func (t *Tracer) StoreOp(ctx context.Context, op string, start time.Time, err error) {
-	t.Record(ctx, "task store "+op, start, time.Now(), err, attribute.String("db.operation.name", op))
+	parent := oteltrace.SpanContextFromContext(ctx)
+	if t == nil || !parent.IsSampled() {
+		return
+	}
+	ls := light(parent, lightStore, op, start, time.Now(), err)
+	var scratch [lightScratch]byte
+	t.q.push(ls.encode(scratch[:0]))
 }
 
 // MinQueueSpan is the shortest wait for an admission slot that gets a queue span: a
@@ -256,32 +233,40 @@ func (t *Tracer) StoreOp(ctx context.Context, op string, start time.Time, err er
 const MinQueueSpan = 50 * time.Microsecond
 
 // Guest adds the spans of a guest call that began at start and ended at end, from
-// its report: queue (admission, when it waited MinQueueSpan or more), instantiate
-// and run, whose ID is run (from GuestCall; zero: a new one). In a worker these were
-// measured there; the spans are placed back to back, ending at end.
+// its report (copied): queue (admission, when it waited MinQueueSpan or more),
+// instantiate and run, whose ID is run (from GuestCall; zero: a new one). In a
+// worker these were measured there; the spans are placed back to back, ending at
+// end.
 func (t *Tracer) Guest(ctx context.Context, plugin string, start, end time.Time, r *sandbox.Report, run oteltrace.SpanID) {
-	if r == nil || !t.sampled(ctx) {
+	parent := oteltrace.SpanContextFromContext(ctx)
+	if r == nil || t == nil || !parent.IsSampled() {
 		return
+	}
+	var scratch [3 * lightScratch]byte
+	var spans [3][]byte
+	b, n := scratch[:0], 0
+	add := func(ls lightSpan) {
+		from := len(b)
+		b = ls.encode(b)
+		spans[n] = b[from:]
+		n++
 	}
 	if r.Queue >= MinQueueSpan {
-		t.Record(ctx, "queue", start, start.Add(r.Queue), nil)
+		add(light(parent, lightPlain, "queue", start, start.Add(r.Queue), nil))
 	}
-	if r.Run == 0 && r.Instantiate == 0 {
-		return
-	}
-	runStart := end.Add(-r.Run)
-	kv := make([]attribute.KeyValue, 0, 4+sandbox.NumHostCalls)
-	kv = append(kv, attribute.String("mcpwh.plugin", plugin), attribute.Int64("mcpwh.memory_bytes", int64(r.MemoryBytes)))
-	if r.CPU > 0 {
-		kv = append(kv, attribute.Float64("mcpwh.cpu_seconds", r.CPU.Seconds()))
-	}
-	for k, n := range r.HostCalls {
-		if n > 0 {
-			kv = append(kv, attribute.Int("mcpwh.host_calls."+sandbox.HostCall(k).String(), int(n)))
+	if r.Run != 0 || r.Instantiate != 0 {
+		runStart := end.Add(-r.Run)
+		add(light(parent, lightPlain, "instantiate", runStart.Add(-r.Instantiate), runStart, nil))
+		ls := light(parent, lightRun, plugin, runStart, end, nil)
+		if run.IsValid() {
+			ls.id = run
 		}
+		ls.report = *r
+		add(ls)
 	}
-	t.Record(ctx, "instantiate", runStart.Add(-r.Instantiate), runStart, nil)
-	t.record(ctx, run, "run", runStart, end, nil, kv...)
+	if n > 0 {
+		t.q.push(spans[:n]...)
+	}
 }
 
 // Inject adds ctx's trace context to h (traceparent, tracestate): an egress request
@@ -292,6 +277,6 @@ func (t *Tracer) Inject(ctx context.Context, h http.Header) {
 		return
 	}
 	if sc := oteltrace.SpanContextFromContext(ctx); sc.IsValid() {
-		t.prop.Inject(ctx, propagation.HeaderCarrier(h))
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
 	}
 }

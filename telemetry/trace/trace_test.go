@@ -42,7 +42,7 @@ func collect(t *testing.T, ratio float64) (*Tracer, func() []*tracev1.Span) {
 	}
 	t.Cleanup(func() { tr.Shutdown(context.Background()) })
 	return tr, func() []*tracev1.Span {
-		tr.tp.ForceFlush(context.Background())
+		tr.flush(context.Background())
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]*tracev1.Span(nil), spans...)
